@@ -861,47 +861,129 @@ def _overflow(
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(zero_stage, tp)
+    # what ZeRO shards, over the GPUs the job has (pinned) or can have (the pool's): at ZeRO-3 most of what a GPU keeps
+    # (review sizreview61 D2: 1.0 GiB of gathered layers and 2.0 of activations "exceeded" 72 GiB, the 130.4 GiB shard
+    # of a 70B over the pool's 8 GPUs unsaid, and shorter sequences were advised)
+    at = gpus or most
+    shard = (mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / at if at else 0.0
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
     if declared is not None:
         kept = f"the stage ZeRO-{declared} holds gathered under the pipeline (ZeRO-1's state)"
+    if shard > 0:
+        kept = (f"ZeRO-3's shard of the state over {at:,} GPUs and the layers it gathers" if zero_stage >= 3 else
+                f"{kept} and its shard of the rest over {at:,} GPUs")  # fmt: skip
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
-        f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
+        f"and {kept} on each GPU ({(whole + shard) / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
     if whole < activations:
+        # each change that splits the activations enough where the state leaves room (review sizreview61 D2: at ZeRO-3
+        # on a pool of the pinned 8 GPUs, "shorter sequences" where the state's shard alone overflowed), with its count
+        options: list[tuple[str, str]] = [("shorter sequences", "sequenceLength")] if whole + shard < usable else []
+        # a wider tensor-parallel group splits them too (review sizreview60 D4: TP 4 held a 70B at the pinned 16)
+        options += [(f, field) for f, field in _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline,
+                                                            zero_stage=zero_stage, widest_tp=widest_tp, gpus=gpus, context=context,
+                                                            layers=layers, most=most)
+                    if field == "tensorParallel"][:1]  # fmt: skip
         # the context-parallel degree whose split of the activations fits beside the state (review sizreview59 G1: named
-        # without a value, and the obvious one did not hold)
+        # without a value, and the obvious one did not hold), at the fewest GPUs from the pinned count up, within the
+        # pool, whose shard of the state fits beside it (review sizreview60 D2: "contextParallel 8" at the pinned 16
+        # needed 40)
         split = next((c for c in (2, 4, 8, 16, 32, 64) if whole + activations / c <= usable), None)
-        cp = ""
-        if split is not None and gpus:
-            # at a pinned count, the fewest GPUs from it up whose shard of the state fits beside the split activations
-            # (review sizreview60 D2: "contextParallel 8" at the pinned 16 needed 40)
+        if split is not None:
             group = math.lcm(tp * context * split * pipeline, mem.expert_grid(tp, pipeline))
-            ranks = range(-(-gpus // group) * group, min(max(gpus, group) * 64, most or gpus * 64) + 1, group)
-            count = next((n for n in ranks if mem.state_per_gpu(n, tp * pipeline, zero_stage, tp)
+            first, last = -(-(gpus or group) // group) * group, most or max(gpus or group, group) * 64
+            count = next((n for n in range(first, last + 1, group) if mem.state_per_gpu(n, tp * pipeline, zero_stage, tp)
                           + mem.working_at(zero_stage, tp, n // (tp * pipeline)) + activations / split <= usable), None)  # fmt: skip
             if count is not None:
-                cp = f" or contextParallel {context * split}" + (f" on {count:,} GPUs" if count != gpus else "")
-        elif split is not None:
-            cp = f" or contextParallel {context * split}"
-        # a wider tensor-parallel group splits them too (review sizreview60 D4: TP 4 held a 70B at the pinned 16)
-        wider = [f for f, field in _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage,
-                                                 widest_tp=widest_tp, gpus=gpus, context=context, layers=layers, most=most)
-                 if field == "tensorParallel"]  # fmt: skip
-        tp_fix = f" or {wider[0]}" if wider else ""
-        return Issue("PL303", f"{parts}: shorter sequences{tp_fix}{cp} split the activations", "sequenceLength")
+                options.append((f"contextParallel {context * split}" + (f" on {count:,} GPUs" if gpus and count != gpus else ""),
+                                "contextParallel"))  # fmt: skip
+        if options:
+            verb = "splits" if len(options) == 1 and options[0][1] != "sequenceLength" else "split"
+            return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in options)} {verb} the activations", options[0][1])
 
     fixes = _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage, widest_tp=widest_tp,
                          gpus=gpus, context=context, layers=layers, most=most)  # fmt: skip
     if not fixes:
         # only one change at a time is tried: say so, not that no layout holds it (review sizreview60 D1: ZeRO-3 at TP 8
-        # held it on the pool's 16 GPUs)
+        # held it on the pool's 16 GPUs), and what two changes give
         within = f" within {most:,} GPUs" if most else ""
-        both = "zeroStage 3 with a wider tensorParallel, or " if zero_stage < 3 else ""
+        sharded, within_pool = _sharded_fallback(mem, usable, pipeline=pipeline, widest_tp=widest_tp, context=context,
+                                                 gpus=gpus, most=most)  # fmt: skip
+        # what this layout keeps a GPU (the figure above), or ZeRO-3 at the GPUs it can have where that keeps less and
+        # still more than this GPU gives (where it gives enough, the layout above is the fix)
+        need, layout = whole + shard + activations, ""
+        if at and (sharded_need := _sharded_need(mem, widest_tp, context, at)) is not None and usable < sharded_need[0] < need:
+            need, layout = sharded_need[0], f"zeroStage 3 at tensorParallel {sharded_need[1]} on {at:,} GPUs; "
+        memory = f"a GPU that leaves at least {need / GIB:.1f} GiB for training ({layout}a {gpu.id} leaves {usable / GIB:.0f})"
         return Issue("PL303", f"{parts}: no one change of zeroStage, tensorParallel or pipelineParallel holds it{within}; "
-                     f"{both}a GPU with more memory", "zeroStage" if both else "accelerator")  # fmt: skip
+                     f"{sharded + ', or ' if sharded else ''}{memory}", "zeroStage" if within_pool else "accelerator")  # fmt: skip
     declare = " (with zeroStage 1, which sizes the recomputation it needs: PL355)" if declared is not None else ""
     return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in fixes)} shards that state{declare}", fixes[0][1])
+
+
+def _sharded_fallback(
+    mem: TrainingMemory, usable: float, *, pipeline: int, widest_tp: int, context: int, gpus: int | None, most: int | None
+) -> tuple[str, bool]:
+    """PL303's two-change fix where no one change holds the job: ZeRO-3 at the tensor-parallel degree that holds it on
+    the fewest GPUs, without a pipeline (a stage is held gathered under one), with the count where it differs from the
+    pinned one and where it is past the pool's; "" where no count holds it. Second: whether it holds within the pool
+    (review sizreview61 D1: "zeroStage 3 with a wider tensorParallel" was named where ZeRO-3's shard of a 70B over the
+    pool's 8 GPUs alone was 130.4 GiB, and taken was PL303 again)."""
+    held = ((n, d) for d in TP_DEGREES if d <= widest_tp
+            if (n := _held_count(mem, usable, d, 1, 3, context=context, gpus=gpus, most=None)) is not None)  # fmt: skip
+    best = min(held, default=None)
+    if best is None:
+        return "", False
+    n, d = best
+    layout = f"zeroStage 3 at tensorParallel {d}" + (" without a pipeline" if pipeline > 1 else "")
+    if most is not None and n > most:
+        return f"{layout} holds it on {n:,} GPUs, past the {most:,} the pool gives", False
+    return layout + (f" on {n:,} GPUs" if gpus and n != gpus else "") + " holds it", True
+
+
+def _sharded_need(mem: TrainingMemory, widest_tp: int, context: int, gpus: int) -> tuple[float, int] | None:
+    """(bytes a GPU keeps, tensor-parallel degree) of the ZeRO-3 layout without a pipeline that keeps the least on
+    ``gpus`` GPUs, one sequence's activations fully recomputed; None where no degree divides the count."""
+    kept = [(mem.state_per_gpu(gpus, d, 3, d) + mem.working_at(3, d, gpus // d) + mem.activations_at(d, 1.0, gpus), d)
+            for d in TP_DEGREES if d <= widest_tp and gpus % (d * context) == 0]  # fmt: skip
+    return min(kept, default=None)
+
+
+def _held_count(
+    m: TrainingMemory, usable: float, d: int, p: int, stage: int, *, context: int, gpus: int | None, most: int | None
+) -> int | None:
+    """The fewest GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job on ``usable`` bytes a GPU: whole
+    groups of it from the pinned ``gpus`` (unpinned, from one group) up to ``most``, the pool's, whose shard of what ZeRO
+    spreads fits beside what each rank keeps whole and one sequence's activations fully recomputed; None where none does.
+    Unpinned too: a stage whose whole part left 0.08 GiB needed 9,590 GPUs for the rest (review sizreview60 D6)."""
+    whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + m.activations_at(d, 1.0)
+    if whole > usable:
+        return None
+    # whole replicas and whole expert grids (Megatron-Core's world divides by ETP x EP x PP: review sizreview60 D5,
+    # "zeroStage 3 on 54 GPUs" for an EP 8 run that starts on 56)
+    group = math.lcm(d * context * p, m.expert_grid(d, p))
+    first, last = -(-(gpus or group) // group), (most or (gpus or group) * 64 if gpus else most or group * 4096) // group
+
+    def fits(k: int) -> bool:
+        n = k * group
+        return m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable
+
+    if first > last:
+        return None
+    if fits(first):
+        return first * group
+    # more ranks shard more: the first count that fits, by doubling then bisection (a handful of sizings)
+    low, high = first, first * 2
+    while high < last and not fits(high):
+        low, high = high, high * 2
+    if not fits(min(high, last)):
+        return None
+    high = min(high, last)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    return high * group
 
 
 def _state_fixes(
@@ -930,37 +1012,7 @@ def _state_fixes(
     activations = mem.activations_at(tp, 1.0)
 
     def count(m: TrainingMemory, d: int, p: int, stage: int) -> int | None:
-        """The fewest GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job: whole groups of it from the
-        pinned count (unpinned, from one group) up to the pool's, whose shard of what ZeRO spreads fits beside what each
-        rank keeps whole; None where none does. Unpinned too: a stage whose whole part left 0.08 GiB needed 9,590 GPUs
-        for the rest (review sizreview60 D6)."""
-        whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + m.activations_at(d, 1.0)
-        if whole > usable:
-            return None
-        # whole replicas and whole expert grids (Megatron-Core's world divides by ETP x EP x PP: review sizreview60 D5,
-        # "zeroStage 3 on 54 GPUs" for an EP 8 run that starts on 56)
-        group = math.lcm(d * context * p, m.expert_grid(d, p))
-        first, last = -(-(gpus or group) // group), (most or (gpus or group) * 64 if gpus else most or group * 4096) // group
-
-        def fits(k: int) -> bool:
-            n = k * group
-            return m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable
-
-        if first > last:
-            return None
-        if fits(first):
-            return first * group
-        # more ranks shard more: the first count that fits, by doubling then bisection (a handful of sizings)
-        low, high = first, first * 2
-        while high < last and not fits(high):
-            low, high = high, high * 2
-        if not fits(min(high, last)):
-            return None
-        high = min(high, last)
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (low, middle) if fits(middle) else (middle, high)
-        return high * group
+        return _held_count(m, usable, d, p, stage, context=context, gpus=gpus, most=most)
 
     def named(field: str, value: int, n: int) -> tuple[str, str]:
         return (f"{field} {value}" + (f" on {n:,} GPUs" if gpus and n != gpus else ""), field)  # unpinned, plan sizes it

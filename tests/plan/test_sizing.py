@@ -1850,7 +1850,9 @@ def test_pl303_under_a_pipeline_names_what_shards_the_state_there() -> None:
     assert not _taken_fixes(flat, told.message)
     huge = workload(model={"parameters": "400B", "layers": 1, "hiddenSize": 180000}, tokens="1B", sequenceLength=128, zeroStage=3)
     [told] = [i for i in plan_training(huge, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert told.message.split(": ")[-1].endswith("holds it; a GPU with more memory") and told.field == "accelerator"
+    # the memory a GPU must give, as the figure before it (its one layer gathered whole)
+    assert told.message.split(": ")[-1].endswith("holds it; a GPU that leaves at least 465.8 GiB for training (a H100-SXM5-80GB "
+                                                 "leaves 72)") and told.field == "accelerator"  # fmt: skip
 
 
 def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
@@ -1903,12 +1905,15 @@ def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds
                       zeroStage=0, gpus=16)  # fmt: skip
     [told] = [i.message for i in plan_training(staged, tiny_pool, SIZING, []).issues if i.check == "PL303"]
     assert told.endswith(": no one change of zeroStage, tensorParallel or pipelineParallel holds it within 16 GPUs; zeroStage 3 "
-                         "with a wider tensorParallel, or a GPU with more memory")  # fmt: skip
-    flat = staged.model_copy(update={"zero_stage": 3, "tensor_parallel": 8, "pipeline_parallel": None})
-    assert plan_training(flat, tiny_pool, SIZING, []).gpus == 16
+                         "at tensorParallel 4 without a pipeline holds it, or a GPU that leaves at least 602.8 GiB for training "
+                         "(a H100-SXM5-80GB leaves 72)")  # fmt: skip
+    for degree in (4, 8):
+        flat = staged.model_copy(update={"zero_stage": 3, "tensor_parallel": degree, "pipeline_parallel": None})
+        assert plan_training(flat, tiny_pool, SIZING, []).gpus == 16
     sharded = staged.model_copy(update={"zero_stage": 3, "pipeline_parallel": None})
     [told] = [i.message for i in plan_training(sharded, tiny_pool, SIZING, []).issues if i.check == "PL303"]
-    assert told.endswith(": shorter sequences or tensorParallel 4 split the activations")
+    # not shorter sequences: ZeRO-3's shard over the 16 GPUs and its layers gathered at TP 1 keep 73.3 GiB (sizreview61 D2)
+    assert told.endswith(": tensorParallel 4 splits the activations")
     taken = plan_training(sharded.model_copy(update={"tensor_parallel": 4}), tiny_pool, SIZING, [])
     assert taken.gpus == 16 and not [i for i in taken.issues if i.check == "PL303"]
     # unpinned, a fix holds within the pool: 7 stages left 0.1 GiB for the optimizer's shard, 9,590 GPUs of a 4,096-GPU
@@ -1940,7 +1945,10 @@ def test_pl303_names_the_context_parallel_degree_that_splits_one_sequence_enough
     # 8" at the pinned 16 needed 40)
     pinned = w.model_copy(update={"gpus": 16})
     [told] = [i for i in plan_training(pinned, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert told.message.endswith(": shorter sequences or tensorParallel 8 on 32 GPUs or contextParallel 8 on 40 GPUs split the activations")
+    # not shorter sequences: at 16 GPUs ZeRO-3's shard of the state and its gathered layers alone keep 73.3 GiB (review
+    # sizreview61 D2)
+    assert told.message.endswith(": tensorParallel 8 on 32 GPUs or contextParallel 8 on 40 GPUs split the activations")
+    assert "ZeRO-3's shard of the state over 16 GPUs and the layers it gathers on each GPU (73.3 GiB)" in told.message
     for taken_fix in ({"context_parallel": 8, "gpus": 40}, {"tensor_parallel": 8, "gpus": 32}):
         taken = plan_training(w.model_copy(update=taken_fix), on("H100-SXM5-80GB"), SIZING, [])
         assert taken.gpus and not [i for i in taken.issues if i.check == "PL303"], taken_fix
@@ -2115,7 +2123,9 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
     tp1 = plan_training(narrow, on("H100-SXM5-80GB", network=400.0), SIZING, [])
     (wider,) = [i for i in tp1.issues if i.check == "PL303"]
     assert (
-        tp1.gpus is None and "the stage ZeRO-3 holds gathered under the pipeline (ZeRO-1's state) on each GPU (97.8 GiB)" in wider.message
+        tp1.gpus is None
+        and "the stage ZeRO-3 holds gathered under the pipeline (ZeRO-1's state) and its shard of the rest over 256 GPUs on each "
+        "GPU (100.8 GiB)" in wider.message
     )
     assert wider.message.endswith(": tensorParallel 2 or pipelineParallel 8 shards that state (with zeroStage 1, which sizes the "
                                   "recomputation it needs: PL355)")  # fmt: skip
@@ -3765,3 +3775,29 @@ def test_a_batch_cap_above_the_engines_step_budget_is_refused() -> None:
     assert planned.replicas is None and [(i.check, i.field) for i in planned.issues] == [("PL351", "maxBatch")]
     assert "lower maxBatch to 8,192 or less" in planned.issues[0].message
     assert plan_inference(w.model_copy(update={"max_batch": 8192}), on("H100-SXM5-80GB"), SIZING, []).replicas == 1
+
+
+def test_pl303_on_a_pool_no_wider_than_the_pinned_count_counts_zero_3s_shard() -> None:
+    """Review sizreview61 D1, D2: a 70B pinned to the 8 GPUs of a one-node pool. At TP 1 x PP 2, ZeRO-0, the fallback
+    named "zeroStage 3 with a wider tensorParallel", whose shard of the state over 8 GPUs alone is 1,043 / 8 = 130.4
+    GiB; taken (ZeRO-3 at TP 8), PL303 blamed 2.0 GiB of activations and 1.0 of gathered layers for exceeding 72 and
+    advised shorter sequences. Both now count the shard, and name what holds the job: ZeRO-3 on 16 GPUs, past the pool,
+    or a GPU that leaves 133.4 GiB (1,043 / 8 + 1.0 + 2.0)."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    one_node = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=8)
+    staged = workload(model=seventy, tokens="10B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, pipelineParallel=2,
+                      zeroStage=0, gpus=8)  # fmt: skip
+    [told] = [i for i in plan_training(staged, one_node, SIZING, []).issues if i.check == "PL303"]
+    assert told.message.endswith("within 8 GPUs; zeroStage 3 at tensorParallel 4 without a pipeline holds it on 16 GPUs, past the 8 "
+                                 "the pool gives, or a GPU that leaves at least 133.4 GiB for training (zeroStage 3 at "
+                                 "tensorParallel 8 on 8 GPUs; a H100-SXM5-80GB leaves 72)"), told.message  # fmt: skip
+    assert told.field == "accelerator"
+    sharded = staged.model_copy(update={"zero_stage": 3, "tensor_parallel": 8, "pipeline_parallel": None})
+    [again] = [i for i in plan_training(sharded, one_node, SIZING, []).issues if i.check == "PL303"]
+    assert "ZeRO-3's shard of the state over 8 GPUs and the layers it gathers on each GPU (131.4 GiB)" in again.message
+    assert "shorter sequences" not in again.message and again.field == "accelerator"
+    # taken where the pool gives 16: the layout it names plans on them, as does the GPU it asks for at 8
+    two_nodes = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=16)
+    taken = plan_training(staged.model_copy(update={"zero_stage": 3, "tensor_parallel": 4, "pipeline_parallel": None, "gpus": 16}),
+                          two_nodes, SIZING, [])  # fmt: skip
+    assert taken.gpus == 16 and not [i for i in taken.issues if i.check == "PL303"]
