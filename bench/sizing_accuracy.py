@@ -384,7 +384,7 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
         "fp8 outside the GEMMs": "(1 + gain x a) / ((1 - e) + gain x (e + a + c))",
         "speed-up": "gain x (1 + a) / ((1 - e) + gain x (e + a + c))",
         "mixture of experts": f"1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters"
-        " x speed-up x (1 + a / kernel) / (1 + a) x 6 / f)",
+        " x speed-up / (1 + a) x 6 / f)",
         "recomputation": f"1 / (1 + share x 6 x (1 / {t.fullRecompute.value} - 1) / f)",
         "pipeline bubble": "v x m / (v x m + p - 1)",
         "h": "mixture of experts x vocabulary x hidden x layers / (max(active parameters - 2 x vocabulary x hidden, active"
@@ -421,8 +421,9 @@ GPU-hours); fp8 gains are {t.fp8Gain.transformer_engine.value} on Transformer En
 blocks' GEMMs only: attention stays 16-bit (an fp8 job's attention term is `{x["attention, fp8"]}`), and so do the
 output head and the casts into fp8 (Amdahl's law, `fp8 outside the GEMMs = {x["fp8 outside the GEMMs"]}`, the head's
 share of the FLOPs `e = {x["e"]}` and the casts' HBM time `c = {x["c"]}`); the MoE factor is
-`mixture of experts = {x["mixture of experts"]}` (all-to-all volume, permutation and small expert GEMMs: a time that
-keeps its bf16 length, and its length beside the GPU's own attention kernel, while fp8 shortens the whole compute by
+`mixture of experts = {x["mixture of experts"]}` (all-to-all volume, permutation and small expert GEMMs: a share of
+the GEMMs' 6N time, so weighed against the compute with attention in it, `1 + a`, the same at any sequence length and
+attention kernel, and a time that keeps its bf16 length while fp8 shortens the whole compute by
 `speed-up = {x["speed-up"]}`, 1 in bf16 and in fp32, whose
 4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
 compute beside the same dispatches); recomputing a share of the layers costs

@@ -1435,16 +1435,17 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
     permutation and all-to-all too: DeepSeek-V3 planned 1.51x fp8 over bf16 where Megatron-Bridge 25.11 measures 1.13x
     (DGX-GB300, 3,848 vs 4,357 tokens/s a GPU, same layout) and 1.28x (DGX-GB200, 3,139 vs 4,018)
     (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 25.11, DeepSeekV3 w/o MTP, 256 GPUs). The
-    overhead is time beside the compute: k r of the bf16 compute time, the same in an fp8 step. DeepSeek-V3 as
-    declared (MLA 128 heads: width 20,480), 256 B200, TP 1, PP 8, EP 32, both precisions at one layout, by hand:
-      routed volume r = 8 x 7,168 x 58 / 37e9 = 8.989e-5; k r = 9,750 x 8.989e-5 = 0.8764
+    overhead is time beside the compute: k r of the bf16 time of the GEMMs (6N), the same in an fp8 step, weighed against
+    the compute with attention in it, 1 + a (review sizreview61 D4). DeepSeek-V3 as declared (MLA 128 heads: width
+    20,480), 256 B200, TP 1, PP 8, EP 32, both precisions at one layout, by hand:
+      routed volume r = 8 x 7,168 x 58 / 37e9 = 8.989e-5; k r = 12,750 x 8.989e-5 = 1.1461, / (1 + a) = 0.8975
       fp8 compute speed-up S = g (1 + a) / ((1 - e) + g (e + a + c)) = 1.524 (a 0.277, e 0.025, c 0.022, g 1.896)
-      MoE factor bf16 1 / 1.876 = 0.5329, fp8 1 / (1 + 0.876 x 1.524) = 0.4282
-      step speed-up S (1 + k r) / (1 + k r S) = 1.524 x 1.876 / 2.3357 = 1.224, inside 1.13-1.28; the product gave S
-      (at sizfix8's 9,500: 1.228).
+      MoE factor bf16 1 / 1.8975 = 0.5270, fp8 1 / (1 + 0.8975 x 1.524) = 0.4223
+      step speed-up S (1 + o) / (1 + o S), o = k r / (1 + a): 1.524 x 1.8975 / 2.3678 = 1.221, inside 1.13-1.28; the
+      product gave S (at sizfix8's 9,500 on the whole compute: 1.228).
     The pipeline balance differs between the two (review sizreview22 F2: the last stage's 16-bit head weighs more against
-    fp8 layers, less against their routing time; 61 layers at PP 8 run 8 a stage at most either way: bf16 (61 + 0.664)
-    / 8 / 8 = 0.9635, fp8 (61 + 0.841) / 8 / 8 = 0.9663), so the step's time composition is compared without it."""
+    fp8 layers, less against their routing time; 61 layers at PP 8 run 8 a stage at most either way: bf16 (61 + 0.656)
+    / 8 / 8 = 0.9634, fp8 (61 + 0.830) / 8 / 8 = 0.9661), so the step's time composition is compared without it."""
     model = {**DEEPSEEK_V3, "vocabulary": 129280, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}
     w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=16777216, gpus=256, tensorParallel=1,
                  pipelineParallel=8, expertParallel=32, zeroStage=1, tensorParallelOverlap=True, precision="fp8",
@@ -1455,14 +1456,15 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
     f8, f16 = _factors(fp8), _factors(bf16)
     assert set(f8) - set(f16) == {"fp8 outside the GEMMs"}  # one layout: every other factor is the same kind
     routed = 8 * 7168 * 58 / 37e9
-    kr = SIZING.training.moeRouting.value * routed
+    kr = SIZING.training.moeRouting.value * routed * f16["attention"]  # over the compute, 1 + a of the GEMMs' time
     s = f8["precision"] * f8["attention"] * f8["fp8 outside the GEMMs"] / f16["attention"]
+    assert (f16["mixture of experts"], f8["mixture of experts"]) == pytest.approx((0.5270, 0.4223), abs=1e-4)  # as above
     assert f16["mixture of experts"] == pytest.approx(1 / (1 + kr), rel=1e-12)
     assert f8["mixture of experts"] == pytest.approx(1 / (1 + kr * s), rel=1e-12)
     # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps (the pipeline's balance apart)
     steady8, steady16 = fp8.mfu / f8["pipeline balance"], bf16.mfu / f16["pipeline balance"]
     assert (1 - f8["mixture of experts"]) / steady8 == pytest.approx((1 - f16["mixture of experts"]) / steady16, rel=1e-9)
-    assert (f16["pipeline balance"], f8["pipeline balance"]) == pytest.approx((0.9635, 0.9663), abs=1e-4)
+    assert (f16["pipeline balance"], f8["pipeline balance"]) == pytest.approx((0.9634, 0.9661), abs=1e-4)
     speedup = fp8.mfu / bf16.mfu
     assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s) * f8["pipeline balance"] / f16["pipeline balance"], rel=1e-9)
     assert 4357 / 3848 <= speedup <= 4018 / 3139 < s
@@ -1557,7 +1559,8 @@ def test_a_moes_routing_overhead_keeps_its_time_beside_a_slower_attention_kernel
     """Review sizreview54 D2: the MoE factor 1 / (1 + overhead / compute) scaled the all-to-all with the attention kernel
     (FlashAttention-2 on Hopper added 16.6% GPU-hours to a 235B-A22B at 1.75 where keeping the overhead at its time
     adds 7.1%; 6.3% at 1.67).
-    The overhead keeps its time beside the GPU's own kernel: x (1 + a) / (1 + 1.67 a), a the native attention ratio."""
+    The overhead keeps its time, a share of the GEMMs': against the compute x (1 + a) / (1 + 1.67 a), a the native
+    attention ratio (sizreview61 D4: k r / (1 + 1.67 a) at the declared kernel)."""
     moe = {"parameters": "235B", "architecture": "moe", "activeParameters": "22B", "layers": 94, "hiddenSize": 4096, "heads": 64,
            "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
     w = workload(model=moe, tokens="500B", sequenceLength=4096, globalBatchTokens="8M", gpus=192, tensorParallel=2,
@@ -1571,7 +1574,7 @@ def test_a_moes_routing_overhead_keeps_its_time_beside_a_slower_attention_kernel
     overhead = 1 / _factors(native)["mixture of experts"] - 1
     kernel = (1 + a) / (1 + slow * a)
     assert _factors(fa2)["mixture of experts"] == pytest.approx(1 / (1 + overhead * kernel), rel=1e-12)
-    assert f"x the attention kernel's compute ratio {kernel:.3f}" in _why(fa2, "mixture of experts")
+    assert f"/ (1 + attention {slow * a:.3f}))" in _why(fa2, "mixture of experts")
     # its time: compute (1 + a) -> (1 + slow a) in GEMM units, the overhead overhead x (1 + a) unchanged
     assert fa2.gpu_hours is not None and native.gpu_hours is not None
     assert fa2.gpu_hours / native.gpu_hours == pytest.approx((1 + slow * a + overhead * (1 + a)) / ((1 + a) * (1 + overhead)), rel=1e-3)
@@ -2125,7 +2128,8 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
     assert (
         tp1.gpus is None
         and "the stage ZeRO-3 holds gathered under the pipeline (ZeRO-1's state) and its shard of the rest over 256 GPUs on each "
-        "GPU (100.8 GiB)" in wider.message
+        "GPU (100.8 GiB)"
+        in wider.message
     )
     assert wider.message.endswith(": tensorParallel 2 or pipelineParallel 8 shards that state (with zeroStage 1, which sizes the "
                                   "recomputation it needs: PL355)")  # fmt: skip
@@ -2842,7 +2846,10 @@ def test_qlora_on_a_mixture_of_experts_dequantises_every_expert_it_holds() -> No
     (2,592.9e9 x 4 x 4,096) = 0.07230 (0.9326, what the plan printed for both layouts below); x held / active:
     1 GPU (every expert held, all hit at 4,096 x top-2 of 8) 46.7 / 12.9 = 3.620 -> 0.2617 -> 0.7926;
     EP 8 at TP 1: (1.633 + 45.07 / 8) / 12.9 = 0.5633 -> 0.04073 -> 0.9609; TP 2, EP 4, expert TP 1: the GPU holds
-    1.633 / 2 + 45.07 / 4 against 12.9 / 2 -> (1.633 + 45.07 x 2 / 4) / 12.9 = 1.8734 -> 0.8807."""
+    1.633 / 2 + 45.07 / 4 against 12.9 / 2 -> (1.633 + 45.07 x 2 / 4) / 12.9 = 1.8734 -> 0.8807.
+    Through the planner the efficiency before the factor is 0.3314 since the MoE overhead weighs against the compute with
+    attention in it (review sizreview61 D4: the QLoRA MoE factor 0.7709 -> 0.7432): ratio 0.06970, 1 GPU 0.7985, EP 8
+    0.9622."""
     shared, routed = 12.9e9 - 2 * (46.7e9 - 12.9e9) / 6, 46.7e9 - (12.9e9 - 2 * (46.7e9 - 12.9e9) / 6)
     assert shared == pytest.approx(1.6333e9, rel=1e-4) and routed == pytest.approx(45.067e9, rel=1e-4)
     dense = TrainingJob("hopper", 12.9e9, 32, 4096, 4096, 1, 65536, "bf16", flops_per_token=4.0, peak_flops=989.4e12,
@@ -2872,8 +2879,8 @@ def test_qlora_on_a_mixture_of_experts_dequantises_every_expert_it_holds() -> No
         plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
         return next(f.value for fig in plan.figures for f in fig.factors if f.name == "QLoRA dequantisation")
 
-    assert factor(tokens="100M", globalBatchTokens=65536, gpus=1) == pytest.approx(0.7926, abs=2e-4)
-    assert factor(tokens="10B", globalBatchTokens=4194304, gpus=256, expertParallel=8) == pytest.approx(0.9609, abs=2e-4)
+    assert factor(tokens="100M", globalBatchTokens=65536, gpus=1) == pytest.approx(0.7985, abs=2e-4)
+    assert factor(tokens="10B", globalBatchTokens=4194304, gpus=256, expertParallel=8) == pytest.approx(0.9622, abs=2e-4)
 
 
 def test_fp4_below_blackwell_is_priced_as_the_fp8_it_falls_back_to() -> None:
@@ -3346,9 +3353,13 @@ def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> 
     # 768 at TP 2 2,593,778 / 1.12249 = 2,310,733 and 2,314,438 planned (its all-reduce term again weighs a little more).
     # Since sizmoe2's refit (moeRouting 9,500 -> 9,750, bf16 MoE rows in the fit): factor 1 / 1.49807 -> 1 / 1.51118,
     # x 0.99133: 2,280,488 x 1.00875 = 2,300,441 at TP 1; 768 at TP 2 2,314,438 x 1.00875 = 2,334,688 and 2,334,391
-    # planned (its all-reduce term weighs a little less against the slower compute)
-    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_300_441, rel=1e-5)
-    assert pinned.gpu_hours == pytest.approx(2_334_391, rel=1e-5)
+    # planned (its all-reduce term weighs a little less against the slower compute). Since sizreview61 D4 (the overhead
+    # over the compute with attention in it, 1 + a = 1.05369; moeRouting 9,750 -> 12,750): factor 1 / 1.51118 -> 1 /
+    # (1 + 12,750 x 5.243e-5 / 1.05369) = 1 / 1.63442, x 1.08155: 2,300,441 x 1.08155 = 2,488,0xx at TP 1; 768 at TP 2
+    # 2,334,391 x 1.08155 = 2,524,7xx and 2,521,977 planned (its all-reduce term weighs less against the slower compute)
+    assert _factors(plan)["mixture of experts"] == pytest.approx(1 / (1 + 12750 * 8 * 8192 * 32 / 40e9 / 1.053687), rel=1e-5)
+    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_488_027, rel=1e-5)
+    assert pinned.gpu_hours == pytest.approx(2_521_977, rel=1e-5)
 
 
 def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
@@ -3464,20 +3475,25 @@ def test_the_deadline_plan_steps_down_in_every_degree_s_granule() -> None:
     weighs a little more against the faster compute); the counts and degrees unchanged. Since sizmoe2's refit
     (moeRouting 9,500 -> 9,750): the 908B's 1 / 1.06580 -> 1 / 1.06753, x 0.99838: 955,5xx x 1.00162 = 957,1xx; the
     522B's 1 / 1.09459 -> 1 / 1.09708, x 0.99773: 149,661 x 1.00227 = 150,001, and 149,995 planned (TP 2's all-reduce
-    term weighs a little less against the slower compute); the counts and degrees unchanged."""
+    term weighs a little less against the slower compute); the counts and degrees unchanged. Since sizreview61 D4 (the
+    overhead over the compute with attention in it; moeRouting 9,750 -> 12,750): the 908B's a = 12 x 32 x 4,096 x 8,192
+    / (6 x 151.4e9) = 0.014184, 1 / 1.06753 -> 1 / (1 + 12,750 x 6.926e-6 / 1.014184) = 1 / 1.087072, x 1.018309:
+    957,1xx x 1.018309 = 974,6xx; the 522B's a = 0.040778, 1 / 1.09708 -> 1 / 1.12198, x 1.02270: 149,995 x 1.02270 =
+    153,400, and 153,343 planned (TP 2's all-reduce term weighs a little less against the slower compute); the counts and
+    degrees unchanged."""
     big = {"parameters": "907785673450", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "151397600931",
            "experts": {"total": 384, "perToken": 4}}  # fmt: skip
     spec = workload(model=big, precision="bf16", tokens="1616723492691", sequenceLength=4096, globalBatchTokens=4 * 2**20,
                     expertParallel=32, deadline="100d", accelerator="H200")  # fmt: skip
     plan = plan_training(spec, on("H200-SXM-141GB"), SIZING, [])
     assert (plan.gpus, plan.tensor_parallel) == (416, 1)
-    assert plan.gpu_hours == pytest.approx(983_528 / 1.00636 / 1.02275 * 1.00162, rel=1e-4)
+    assert plan.gpu_hours == pytest.approx(983_528 / 1.00636 / 1.02275 * 1.00162 * 1.018309, rel=1e-4)
     mid = {"parameters": "521861558819", "layers": 24, "hiddenSize": 7168, "architecture": "moe", "activeParameters": "34555097239",
            "experts": {"total": 60, "perToken": 2}}  # fmt: skip
     spec = workload(model=mid, precision="bf16", tokens="2241132622837", sequenceLength=4096, globalBatchTokens=4_000_000,
                     zeroStage=1, deadline="25d", accelerator="B200")  # fmt: skip
     plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
-    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(149_995, rel=1e-5)
+    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(153_343, rel=1e-5)
 
 
 def test_llama_31_405b_declared_at_its_published_layout_plans_near_its_card() -> None:
@@ -3557,9 +3573,10 @@ def test_moe_parallel_folding_runs_megatron_bridges_qwen3_235b_layout() -> None:
 def test_an_adapter_job_weighs_the_moe_overhead_against_the_compute_it_runs(method: str) -> None:
     """Review sizreview21 F7: a LoRA/QLoRA job computes 4N a token, not 6N, but dispatches and combines every token to its
     experts forward and backward as a full run does, so the overhead weighs 6 / 4 more against its compute (the Amdahl
-    composition the fp8 term already uses). Mixtral 8x7B (12.9B active, 32 layers, 4,096 wide, top 2), k 9,750 (sizing.yaml
-    moeRouting): routed = 2 x 4,096 x 32 / 12.9e9 = 2.032e-5; full 1 / (1 + 9,750 x 2.032e-5) = 0.8346 (the plan printed
-    it for the LoRA job too), LoRA 1 / (1 + 9,750 x 2.032e-5 x 6 / 4) = 0.7709."""
+    composition the fp8 term already uses). Mixtral 8x7B (12.9B active, 32 layers, 4,096 wide, top 2), k 12,750
+    (sizing.yaml moeRouting), over the compute with attention in it (1 + a: a = 12 x 32 x 4,096 x 4,096 / (f x 12.9e9),
+    0.0832 at 6N, 0.1248 at 4N): routed = 2 x 4,096 x 32 / 12.9e9 = 2.032e-5; full 1 / (1 + 12,750 x 2.032e-5 / 1.0832) =
+    0.8070 (the plan printed it for the LoRA job too), LoRA 1 / (1 + 12,750 x 2.032e-5 x 6 / 4 / 1.1248) = 0.7432."""
     model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
              "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
     common = {"model": model, "tokens": "10B", "sequenceLength": 4096, "globalBatchTokens": 4_194_304, "gpus": 256,
@@ -3573,9 +3590,10 @@ def test_an_adapter_job_weighs_the_moe_overhead_against_the_compute_it_runs(meth
         return next(f for f in mfu.factors if f.name == "mixture of experts")
 
     full, adapters = moe(kind="fine-tuning", method="full"), moe(kind="fine-tuning", method=method)
-    assert full.value == pytest.approx(1 / (1 + k * routed), rel=1e-9)
-    assert adapters.value == pytest.approx(1 / (1 + k * routed * 6 / 4), rel=1e-9)
-    assert (k, full.value, adapters.value) == pytest.approx((9750, 0.8346, 0.7709), abs=1e-4)  # the figures above
+    a6, a4 = (12 * 32 * 4096 * 4096 / (f * 12.9e9) for f in (6, 4))
+    assert full.value == pytest.approx(1 / (1 + k * routed / (1 + a6)), rel=1e-9)
+    assert adapters.value == pytest.approx(1 / (1 + k * routed * 6 / 4 / (1 + a4)), rel=1e-9)
+    assert (k, full.value, adapters.value) == pytest.approx((12750, 0.8070, 0.7432), abs=1e-4)  # the figures above
     assert "6 / 4N the job computes" in adapters.why and "6 /" not in full.why
 
 
@@ -3603,7 +3621,7 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
     """Review sizreview21 N2 asked whether an fp32 MoE's overhead should weigh 0.5x, as fp8's weighs its speed-up more.
     No: fp32's tokens are 4 bytes through the permutation and the all-to-all and its expert GEMMs run at TF32's rate, so
     the overhead slows with the compute (half the bf16 rate, precision 0.5) and keeps its share: Mixtral 8x7B
-    1 / (1 + 9,750 x 2 x 4,096 x 32 / 12.9e9) = 0.8346 in both, and --explain says why for fp32."""
+    1 / (1 + 12,750 x 2 x 4,096 x 32 / 12.9e9 / (1 + 0.0832)) = 0.8070 in both, and --explain says why for fp32."""
     model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
              "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
 
@@ -3615,9 +3633,10 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
 
     bf16, fp32 = factors("bf16"), factors("fp32")
     assert fp32["precision"].value == 0.5
-    expected = 1 / (1 + SIZING.training.moeRouting.value * 2 * 4096 * 32 / 12.9e9)
+    a = 12 * 32 * 4096 * 4096 / (6 * 12.9e9)
+    expected = 1 / (1 + SIZING.training.moeRouting.value * 2 * 4096 * 32 / 12.9e9 / (1 + a))
     assert fp32["mixture of experts"].value == bf16["mixture of experts"].value == pytest.approx(expected, rel=1e-9)
-    assert expected == pytest.approx(0.8346, abs=1e-4)
+    assert expected == pytest.approx(0.8070, abs=1e-4)
     assert "the overhead slows with the compute" in fp32["mixture of experts"].why
     assert "fp32" not in bf16["mixture of experts"].why
 
@@ -3626,9 +3645,10 @@ def test_a_mixture_of_attention_heads_routes_each_token_twice_a_layer() -> None:
     """Issue 23 (sizfix14): JetMoE-8B routes every block's attention too, a mixture of attention heads (arXiv 2404.07413
     Sec. 2; transformers JetMoeMoA: the token's hidden state dispatched to its top-2 of 8 query/output-projection experts
     and their outputs summed back), so a block dispatches k x hidden twice, once to its attention experts and once to its
-    MLP experts. JetMoE-8B (2.2B active, 24 layers, 2,048 wide, top 2 of 8), by hand at k 9,750 (sizing.yaml moeRouting):
-    routed = 2 x 2,048 x 24 / 2.2e9 = 4.468e-5; the MLP mixture alone 1 / (1 + 9,750 x 4.468e-5) = 0.6966; with the
-    attention mixture 1 / (1 + 9,750 x 2 x 4.468e-5) = 0.5344."""
+    MLP experts. JetMoE-8B (2.2B active, 24 layers, 2,048 wide, top 2 of 8), by hand at k 12,750 (sizing.yaml moeRouting),
+    over the compute with attention in it (a = 12 x 24 x 4,096 x 4,096 / (6 x 2.2e9) = 0.3660): routed = 2 x 2,048 x 24
+    / 2.2e9 = 4.468e-5; the MLP mixture alone 1 / (1 + 12,750 x 4.468e-5 / 1.366) = 0.7057; with the attention mixture
+    1 / (1 + 12,750 x 2 x 4.468e-5 / 1.366) = 0.5452."""
     experts = {"total": 8, "perToken": 2}
     model = {"parameters": "8B", "activeParameters": "2.2B", "architecture": "moe", "layers": 24, "hiddenSize": 2048,
              "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": experts}  # fmt: skip
@@ -3640,10 +3660,10 @@ def test_a_mixture_of_attention_heads_routes_each_token_twice_a_layer() -> None:
         return _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
 
     mlp, both = factors(False), factors(True)
-    k, routed = SIZING.training.moeRouting.value, 2 * 2048 * 24 / 2.2e9
-    assert mlp["mixture of experts"] == pytest.approx(1 / (1 + k * routed), rel=1e-9)
-    assert both["mixture of experts"] == pytest.approx(1 / (1 + 2 * k * routed), rel=1e-9)
-    assert (k, mlp["mixture of experts"], both["mixture of experts"]) == pytest.approx((9750, 0.6966, 0.5344), abs=1e-4)
+    k, routed, a = SIZING.training.moeRouting.value, 2 * 2048 * 24 / 2.2e9, 12 * 24 * 4096 * 4096 / (6 * 2.2e9)
+    assert mlp["mixture of experts"] == pytest.approx(1 / (1 + k * routed / (1 + a)), rel=1e-9)
+    assert both["mixture of experts"] == pytest.approx(1 / (1 + 2 * k * routed / (1 + a)), rel=1e-9)
+    assert (k, mlp["mixture of experts"], both["mixture of experts"]) == pytest.approx((12750, 0.7057, 0.5452), abs=1e-4)
     # the pipeline balance weighs the last stage's output head against the layers' time, routing included: longer layers,
     # a lighter head; nothing else in the step moves
     assert mlp["pipeline balance"] < both["pipeline balance"] < 1
@@ -3801,3 +3821,22 @@ def test_pl303_on_a_pool_no_wider_than_the_pinned_count_counts_zero_3s_shard() -
     taken = plan_training(staged.model_copy(update={"zero_stage": 3, "tensor_parallel": 4, "pipeline_parallel": None, "gpus": 16}),
                           two_nodes, SIZING, [])  # fmt: skip
     assert taken.gpus == 16 and not [i for i in taken.issues if i.check == "PL303"]
+
+
+def test_a_moes_routing_overhead_does_not_grow_with_the_sequence() -> None:
+    """Review sizreview61 D4: the MoE factor multiplied the attention term, so the routing overhead, k x routed volume of
+    the GEMMs' 6N time by its docstring, was charged x (1 + a): Qwen3-30B-A3B (3.3B active, 48 layers, 2,048 wide, 32
+    heads of 128, top-8 of 128) at 32,768 tokens, a = 12 x 48 x 32,768 x 4,096 / (6 x 3.3e9) = 3.905, paid (1 + a)(1 +
+    k r) = 16.3 times the 6N time where 1 + a + k r = 7.2 is the stated sum. The overhead in 6N time, (1 / factor - 1) x
+    (1 + a), is now k r at every sequence length, and the step's time is their sum."""
+    model = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048,
+             "heads": 32, "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    kr = SIZING.training.moeRouting.value * 8 * 2048 * 48 / 3.3e9
+    for sequence in (4096, 32768, 131072):
+        w = workload(model=model, tokens="100B", sequenceLength=sequence, globalBatchTokens="16M", gpus=64, expertParallel=8,
+                     zeroStage=1)  # fmt: skip
+        f = _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
+        a = 12 * 48 * sequence * 4096 / (6 * 3.3e9)
+        assert 1 / f["attention"] == pytest.approx(1 + a, rel=1e-9)
+        assert (1 / f["mixture of experts"] - 1) * (1 + a) == pytest.approx(kr, rel=1e-9), sequence
+        assert 1 / (f["attention"] * f["mixture of experts"]) == pytest.approx(1 + a + kr, rel=1e-9)  # the stated sum
