@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -129,6 +130,34 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
+        yield from _experts_fit_the_parameters(path.per_token, w, model)
+
+
+def _billions(count: float) -> str:
+    return f"{count / 1e9:,.{1 if abs(count) < 1e11 else 0}f}B"
+
+
+def _experts_fit_the_parameters(path: SpecPath, w: Workload, model: Model) -> Iterable[Finding]:
+    """An expert is (parameters - activeParameters) / (total - perToken), and what is left of the active parameters once a
+    token's perToken experts are taken out, the attention, embeddings and shared experts, cannot be negative: Mixtral 8x7B
+    (46.7B, 12.9B active, 8 experts) declared top-6 is experts of 16.9B and -88.5B outside them, a model that does not
+    exist, which sizing planned by clamping the rest to 0 (review sizreview61 G1). The most experts a token the
+    parameters allow: perToken <= activeParameters x total / parameters."""
+    experts = model.experts
+    if experts is None or model.active_parameters is None or experts.per_token >= experts.total:
+        return
+    total, active = float(model.parameters), float(model.active_parameters)
+    expert = (total - active) / (experts.total - experts.per_token)
+    rest = active - experts.per_token * expert
+    if total > active and rest < 0:
+        most = math.floor(active * experts.total / total)
+        yield Finding(path, f"{experts.per_token} of {experts.total} experts a token make each expert ({_billions(total)} - "
+                      f"{_billions(active)}) / {experts.total - experts.per_token} = {_billions(expert)} parameters, and "
+                      f"{experts.per_token} of them more than the {_billions(active)} active: {_billions(rest)} would be "
+                      "left for attention and embeddings",
+                      f"at most {most} experts a token at these parameters, perToken <= activeParameters x total / "
+                      "parameters; or the parameters and activeParameters the model card gives", experts.per_token,
+                      resource=w.name)  # fmt: skip
 
 
 SERVING = ("inference", "batch-inference")  # what plan_inference sizes: the kinds a serving engine's knobs apply to

@@ -181,7 +181,9 @@ def test_al383_and_al282_read_the_plans_adapter_predicate() -> None:
     # kvHeads is read once the experts are fixed: calling it unread here was sizreview27 R1's trap (review sizreview30 G2)
     undeclared = errors(moe + "}")
     assert len(undeclared) == 1 and "declare model.experts" in undeclared[0], undeclared
-    assert errors(moe + ", experts: {total: 8, perToken: 2}}") == []
+    # its own experts (top-8 of 128); 2 of 8 experts of 4.5B each would outgrow the 3.3B active (AL282: sizreview61 G1)
+    assert errors(moe + ", experts: {total: 128, perToken: 8}}") == []
+    assert "more than the 3.3B active" in "".join(errors(moe + ", experts: {total: 8, perToken: 2}}"))
 
 
 def test_al393_warns_where_the_plan_warns_pl348_on_a_lora_moe_and_no_other_finding_does() -> None:
