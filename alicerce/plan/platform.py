@@ -1031,9 +1031,11 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)
         missed = (w.wall_clock_days or 0.0) > w.deadline_days * 1.000001
         need = f"its planned {_nodes(nodes)} take {days_text(w.wall_clock_days or 0.0)} days" if missed else f"{_nodes(nodes)} are needed"
+        # the planned GPU-hours spread over the pool's GPUs: no fewer than they take there (a larger share of the batch a
+        # GPU runs no slower), which PL338 sizes where it names the deadline the pool can meet (review sizreview61 G3)
         message = (
-            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days, "
-            f"past its {deadline_text(w.deadline_days)} deadline; {need}"
+            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days (its planned "
+            f"GPU-hours on {capacity:,} GPUs), past its {deadline_text(w.deadline_days)} deadline; {need}"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

@@ -2052,8 +2052,17 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 at_most = late_days(seconds(at(ceiling)) / ceiling / availability / DAY, deadline / DAY)
                 widest_run = (f"at {ceiling} GPUs, the most whose data-parallel ranks each keep {keep} of the global "
                               f"batch at TP {widest}, it takes {at_most} days")  # fmt: skip
+            fix = "extend the deadline or raise globalBatchTokens"
+            pool = place.capacity_gpus
+            if pool is not None and pool // step and pool <= ceiling:
+                # the pool, not the batch, bounds the count: a larger batch lets more ranks run than the pool has (review
+                # sizreview61 G3: "raise globalBatchTokens" on a 4,096-GPU pool, taken, was PL338 at 125,000 GPUs)
+                most = pool // step * step
+                best = f"{math.ceil(seconds(at(most)) / most / availability / DAY * 100 - 1e-9) / 100:.2f}"  # a deadline it meets
+                fix = (f"extend the deadline to at least {best} days, its pace on the {most:,} GPUs pool {place.pool} holds "
+                       "at most (sized there), or a larger pool with a larger globalBatchTokens")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
-                                "sequence); extend the deadline or raise globalBatchTokens"))  # fmt: skip
+                                f"sequence); {fix}"))  # fmt: skip
         else:
             extra = seconds(bought) / seconds(run) - 1
             issues.append(Issue("PL337", f"{late}: beyond them each added GPU shortens the run by less than {MIN_SCALING:.0%} "

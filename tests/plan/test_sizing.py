@@ -3840,3 +3840,22 @@ def test_a_moes_routing_overhead_does_not_grow_with_the_sequence() -> None:
         assert 1 / f["attention"] == pytest.approx(1 + a, rel=1e-9)
         assert (1 / f["mixture of experts"] - 1) * (1 + a) == pytest.approx(kr, rel=1e-9), sequence
         assert 1 / (f["attention"] * f["mixture of experts"]) == pytest.approx(1 + a + kr, rel=1e-9)  # the stated sum
+
+
+def test_pl338_names_the_deadline_the_pool_meets_where_the_pool_bounds_the_count() -> None:
+    """Review sizreview61 G3: an 8B on 10T tokens due in an hour, on a pool of 4,096 GPUs, was told "extend the deadline
+    or raise globalBatchTokens"; a larger batch lets more ranks run than the pool has (taken, 64M: PL338 again at
+    125,000 GPUs). Where the pool, not the batch, bounds the count, PL338 names the deadline its GPUs meet, and that
+    deadline, taken, plans within the pool."""
+    pool = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=4096)
+    w = workload(model={"parameters": "8B", "layers": 32, "hiddenSize": 4096}, tokens="10T", sequenceLength=4096,
+                 globalBatchTokens="4M", deadline="1h")  # fmt: skip
+    [told] = [i.message for i in plan_training(w, pool, SIZING, []).issues if i.check == "PL338"]
+    assert "raise globalBatchTokens" not in told and "or a larger pool with a larger globalBatchTokens" in told, told
+    days = float(told.split("extend the deadline to at least ")[1].split(" days")[0])
+    taken = plan_training(w.model_copy(update={"deadline": days * 86400}), pool, SIZING, [])
+    assert taken.gpus is not None and taken.gpus <= 4096 and taken.wall_clock_days is not None and taken.wall_clock_days <= days
+    assert not [i for i in taken.issues if i.check in ("PL337", "PL338")]
+    # unbounded by a pool, the batch is what bounds the count: raising it is the fix
+    [free] = [i.message for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL338"]
+    assert free.endswith("extend the deadline or raise globalBatchTokens")
