@@ -2484,11 +2484,13 @@ def _latency_shortfall(
         # what would hold one: fp8 weights on this GPU, or another GPU the plan found (review sizreview58 G10: the
         # latency branch named them, this one nothing)
         holders: list[str] = []
-        if w.precision in ("bf16", "fp16") and gpu.tflops.fp8:
-            eight_bit = w.model_copy(update={"precision": "fp8"})
-            held = next((d for d in degrees if kv_batch_limit(_replica(eight_bit, gpu, sizing, d), isl, osl) >= 1), None)
+        # the least quantisation that holds it (review sizreview61 G2: an fp8 671B that int4 holds on 8 H100s got none)
+        for precision, weights in _smaller_weights(w, gpu):
+            smaller = w.model_copy(update={"precision": precision})
+            held = next((d for d in degrees if kv_batch_limit(_replica(smaller, gpu, sizing, d), isl, osl) >= 1), None)
             if held is not None:
-                holders.append(f"fp8 weights (at TP {held})")
+                holders.append(f"{weights} (at TP {held})")
+                break
         holders += [f"a replica on {other} at TP {degree}" for other, degree in fits.items() if degree is not None and other != gpu.id]
         return ": none holds its weights and one sequence's KV cache" + (f"; {', '.join(holders)} would" if holders else "")
     fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
@@ -2508,11 +2510,12 @@ def _latency_shortfall(
     if not misses:
         return ""
     meets: list[str] = []
-    if w.precision in ("bf16", "fp16") and gpu.tflops.fp8:
-        fp8_weights = w.model_copy(update={"precision": "fp8"})
-        fp8, _ = replica_layout(fp8_weights, gpu, sizing, node_gpus)
-        if fp8 is not None:
-            meets.append(f"fp8 weights (at TP {fp8.tp}{_at_peak(fp8_weights, fp8, gpu, sizing, capacity=capacity)})")
+    for precision, weights in _smaller_weights(w, gpu):  # the least quantisation that meets them
+        smaller = w.model_copy(update={"precision": precision})
+        quantised, _ = replica_layout(smaller, gpu, sizing, node_gpus)
+        if quantised is not None:
+            meets.append(f"{weights} (at TP {quantised.tp}{_at_peak(smaller, quantised, gpu, sizing, capacity=capacity)})")
+            break
     if w.tensor_parallel is not None:
         any_degree = w.model_copy(update={"tensor_parallel": None})
         free, _ = replica_layout(any_degree, gpu, sizing, node_gpus)
@@ -2523,6 +2526,17 @@ def _latency_shortfall(
     lone = " for a lone request" if w.traffic.peak_rps is not None else ""  # the load's replicas each option names
     remedy = f"; {', '.join(meets)} would meet {target}{lone}" if meets else f"; a looser target would meet {target}"
     return ": " + "; ".join(misses) + remedy
+
+
+def _smaller_weights(w: Workload, gpu: Gpu) -> list[tuple[str, str]]:
+    """(precision, how PL303 names it) of each serving precision with smaller weights than ``w``'s, least quantised first:
+    fp8 where the GPU computes in it, else int8, then int4, both weight-only (AWQ, GPTQ: what the roofline serves them
+    as, roofline.kv_bytes keeping activations and the cache 16-bit)."""
+    order = ["fp8" if gpu.tflops.fp8 else "int8", "int4"] if w.precision in ("bf16", "fp16") else ["int4"]
+    if w.precision not in ("bf16", "fp16", "fp8", "int8"):
+        return []
+    names = {"fp8": "fp8 weights", "int8": "AWQ or GPTQ int8 weights", "int4": "AWQ or GPTQ int4 weights"}
+    return [(p, names[p]) for p in order]
 
 
 def _at_peak(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, first: bool = False, capacity: int | None = None) -> str:

@@ -3859,3 +3859,22 @@ def test_pl338_names_the_deadline_the_pool_meets_where_the_pool_bounds_the_count
     # unbounded by a pool, the batch is what bounds the count: raising it is the fix
     [free] = [i.message for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL338"]
     assert free.endswith("extend the deadline or raise globalBatchTokens")
+
+
+def test_pl303_names_int4_weights_where_only_they_hold_the_served_model() -> None:
+    """Review sizreview61 G2: a DeepSeek-V3-like fp8 service (671B, MLA) on 8-GPU H100 nodes: no replica holds its 671 GB
+    of fp8 weights beside a sequence's KV cache in 8 x 72 GiB, and PL303 named no fix, where int4 weights (AWQ or GPTQ,
+    335.5 GB) hold it at TP 8. It names the least quantisation that holds the model, and taken, it plans."""
+    model = {"parameters": "671B", "architecture": "moe", "activeParameters": "37B", "layers": 61, "hiddenSize": 7168,
+             "experts": {"total": 256, "perToken": 8},
+             "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+    w = workload(kind="inference", model=model, precision="fp8", traffic={"peakRps": 10, "inputTokens": 2000, "outputTokens": 500},
+                 latency={"timePerOutputToken": {"p95": "100ms"}})  # fmt: skip
+    [told] = [i.message for i in plan_inference(w, on("H100"), SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith("none holds its weights and one sequence's KV cache; AWQ or GPTQ int4 weights (at TP 8) would"), told
+    taken = plan_inference(w.model_copy(update={"precision": "int4"}), on("H100"), SIZING, [])
+    assert taken.gpus_per_replica == 8 and not [i for i in taken.issues if i.check == "PL303"]
+    # a bf16 model that fp8 holds is told fp8, the least quantisation that does
+    bf16 = w.model_copy(update={"precision": "bf16", "model": w.model.model_copy(update={"parameters": 300e9}) if w.model else None})
+    [fp8] = [i.message for i in plan_inference(bf16, on("H100"), SIZING, []).issues if i.check == "PL303"]
+    assert "; fp8 weights (at TP 8) would" in fp8 and "int4" not in fp8, fp8
