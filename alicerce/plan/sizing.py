@@ -2058,8 +2058,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 # the pool, not the batch, bounds the count: a larger batch lets more ranks run than the pool has (review
                 # sizreview61 G3: "raise globalBatchTokens" on a 4,096-GPU pool, taken, was PL338 at 125,000 GPUs)
                 most = pool // step * step
-                best = f"{math.ceil(seconds(at(most)) / most / availability / DAY * 100 - 1e-9) / 100:.2f}"  # a deadline it meets
-                fix = (f"extend the deadline to at least {best} days, its pace on the {most:,} GPUs pool {place.pool} holds "
+                pool_days = math.ceil(seconds(at(most)) / most / availability / DAY * 100 - 1e-9) / 100  # a deadline it meets
+                fix = (f"extend the deadline to at least {pool_days:.2f} days, its pace on the {most:,} GPUs pool {place.pool} holds "
                        "at most (sized there), or a larger pool with a larger globalBatchTokens")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
                                 f"sequence); {fix}"))  # fmt: skip
