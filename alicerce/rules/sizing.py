@@ -357,7 +357,9 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
         tp, model = w.tensor_parallel, w.model
         if tp is None or model is None or w.kind not in (*SERVING, *SCHEDULED):
             continue
-        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=w.kind in SERVING):
+        nodes = [pool.gpus_per_node for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None]
+        node = max(nodes) if nodes else None
+        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=w.kind in SERVING, node=node):
             yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)
 
 

@@ -3,6 +3,8 @@ of a declared degree (review sizreview17 F7: the planner picked TP 8 for 10 KV h
 
 from __future__ import annotations
 
+import math
+
 from alicerce.spec.models.workloads import LatentAttention, Model
 
 
@@ -21,7 +23,9 @@ def query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
     return model.hidden_size // head_dim, f"hiddenSize {model.hidden_size} / {where}"
 
 
-def tensor_parallel_refusals(model: Model, tp: int, head_dim_default: int, *, serving: bool) -> list[tuple[str, str]]:
+def tensor_parallel_refusals(
+    model: Model, tp: int, head_dim_default: int, *, serving: bool, node: int | None = None
+) -> list[tuple[str, str]]:
     """(why, hint) of each reason the engine refuses tensor parallel ``tp`` for ``model``'s heads; none where it starts
     it (or the spec does not tell the heads).
 
@@ -30,12 +34,17 @@ def tensor_parallel_refusals(model: Model, tp: int, head_dim_default: int, *, se
     Attention too (megatron/core/transformer/attention.py: ``divide(num_attention_heads, world_size)``). KV heads: vLLM
     divides them by the degree or replicates each over degree / KV heads GPUs (``total_num_kv_heads % tp_size`` below
     the degree, ``tp_size % total_num_kv_heads`` above); training never reads them (AL383 refuses kvHeads there), and
-    Megatron-Core's query groups default to the heads."""
+    Megatron-Core's query groups default to the heads. ``node``: the most GPUs a node of the pools it may run on holds,
+    which the degrees the hint names stay within (a group wider than a node is PL322's error; review sizreview61: "1, 2,
+    4, 8, 16, 32" on 8-GPU nodes)."""
     refusals = []
     heads, source = query_heads(model, head_dim_default)
     if heads is not None and heads % tp:
-        refusals.append((f"does not divide the model's {heads} attention heads ({source})",
-                         f"use a degree that divides {heads}: {divisors(heads)}"))  # fmt: skip
+        # a node holds whole groups of it (sizing.node_degrees: PL322 otherwise)
+        hint = f"use a degree that divides {heads}: {divisors(heads)}"
+        if node is not None:
+            hint = f"use a degree that divides both {heads} and a node's {node} GPUs: {divisors(math.gcd(heads, node))}"
+        refusals.append((f"does not divide the model's {heads} attention heads ({source})", hint))
     kv = None if isinstance(model.attention, LatentAttention) else model.kv_heads  # MLA's latent is shared by all heads
     if serving and kv is not None and (kv % tp if tp < kv else tp % kv):
         refusals.append((f"neither divides the model's {kv} KV heads nor is a multiple of them", f"use a divisor or a multiple of {kv}"))
