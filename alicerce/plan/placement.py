@@ -112,7 +112,11 @@ class Option:
             # under a day in hours: "0 days" read as no time at all (review sizreview8 F14)
             days = self.days_on_free
             took = f"{days:.0f} days" if days >= 1.5 else (f"{days:.1f} days" if days >= 1 else f"{days * 24:.1f} hours")
-            on = f"{took} on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
+            # on the GPUs it runs on: its planned count where the pool has them free (review sizreview61 nit: "118 days on
+            # 512 free GPUs" for a run planned on 312), else all that are free
+            gpus = self.plan.gpus or 0
+            on = (f"{took} on {gpus} of its {self.free_gpus} free GPUs" if 0 < gpus < self.free_gpus else
+                  f"{took} on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free")  # fmt: skip
             parts.append(f"{verdict} the {deadline_text(self.plan.deadline_days)} deadline ({on})")
         elif not self.fits_free:
             parts.append(f"needs {pool_units(self.plan, self.pool)} GPUs, {self.free_gpus} free")

@@ -1818,6 +1818,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
                                         widest_tp=max(node_degrees(place.gpus_per_node, head_degrees)), gpus=w.gpus, context=context,
                                         layers=w.model.layers, most=place.capacity_gpus))  # fmt: skip
+            elif mem.expert_parallel_declared and (grid := mem.expert_grid(tp, pipeline)) > w.gpus:
+                # not memory: one whole expert grid is more than the count (review sizreview61 nit: "cannot hold the job"
+                # for a 16B MoE at EP 8 x TP 2 on 12, whose state fits 12)
+                issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs are fewer than one expert grid (EP {mem.expert_parallel} "
+                                    f"x {_etp_label(mem, tp)} x PP {pipeline}, {grid} GPUs): at least {min_gpus} {gpu.id} "
+                                    "are needed", "gpus"))  # fmt: skip
             else:
                 issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are "
                                     "needed", "gpus"))  # fmt: skip

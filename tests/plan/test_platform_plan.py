@@ -64,7 +64,8 @@ def test_reference_prod_plan() -> None:
     assert by_name["chat-70b"].pool == "infer-l40s"
     assert by_name["tokenize-corpus"].cpu_cores is not None
     # a run under a day says its hours: "0 days on 128 free GPUs" read as no time at all (review sizreview8 F14)
-    assert "meets the 2-day deadline (5.9 hours on 128 free GPUs)" in plan.placements["code-assistant-ft"]
+    # on the 8 GPUs it is planned on, of the 128 free (review sizreview61 nit: "on 128 free GPUs" read as run on them)
+    assert "meets the 2-day deadline (5.9 hours on 8 of its 128 free GPUs)" in plan.placements["code-assistant-ft"]
     assert by_check(plan) == {
         # chat-70b's 25% a quarter (6 -> 9 replicas of 4 L40S) with embed-batch's GPU outgrows infer-l40s's 32 GPUs in
         # quarter 2, and llm-pretrain's 15% outgrows 256 H100s in quarter 2

@@ -3878,3 +3878,15 @@ def test_pl303_names_int4_weights_where_only_they_hold_the_served_model() -> Non
     bf16 = w.model_copy(update={"precision": "bf16", "model": w.model.model_copy(update={"parameters": 300e9}) if w.model else None})
     [fp8] = [i.message for i in plan_inference(bf16, on("H100"), SIZING, []).issues if i.check == "PL303"]
     assert "; fp8 weights (at TP 8) would" in fp8 and "int4" not in fp8, fp8
+
+
+def test_a_pinned_count_below_one_expert_grid_says_so() -> None:
+    """Review sizreview61 (nit): a 16B MoE at EP 8 x TP 2 pinned on 12 GPUs was told "the pinned 12 GPUs cannot hold the
+    job", whose state fits 12 (16e9 x 16 B / 12 = 19.9 GiB); what refuses 12 is the expert grid of 16."""
+    model = {"parameters": "16B", "architecture": "moe", "activeParameters": "2.4B", "layers": 27, "hiddenSize": 2048,
+             "experts": {"total": 64, "perToken": 6}}  # fmt: skip
+    w = workload(model=model, tokens="10B", sequenceLength=4096, globalBatchTokens="4M", expertParallel=8, tensorParallel=2, gpus=12)
+    [told] = [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.message == ("the pinned 12 GPUs are fewer than one expert grid (EP 8 x TP 2 x PP 1, 16 GPUs): at least 16 "
+                            "H100-SXM5-80GB are needed") and told.field == "gpus"  # fmt: skip
+    assert plan_training(w.model_copy(update={"gpus": 16}), on("H100-SXM5-80GB"), SIZING, []).gpus == 16
