@@ -272,6 +272,12 @@ class InstanceType(CatalogModel):
     gpu: str | None = Field(description="Catalog GPU id; null for CPU-only types.")
     gpus: int = Field(description="GPUs per instance (0 for CPU-only).")
     vcpus: int = Field(description="vCPUs.")
+    threadsPerCore: int = Field(
+        default=2,
+        ge=1,
+        description="Threads (vCPUs) a physical core runs: 2 on EC2's x86 types, 1 on M7a and Graviton (EC2 User Guide, "
+        "'Optimize CPU options': each vCPU is a thread of a CPU core, except T2, M7a, Mac and Graviton instances).",
+    )
     memoryGiB: float = Field(description="Instance memory in GiB.")
     localNvme: LocalNvme | None = Field(description="Instance-store NVMe; null when none.")
     networkGbps: float = Field(description="Aggregate network bandwidth in Gbit/s.")
@@ -279,6 +285,12 @@ class InstanceType(CatalogModel):
     gpuDirectRdma: bool = Field(description="Whether GPUDirect RDMA over EFA is supported.")
     price: Price = Field(description="On-demand price.")
     sources: tuple[Source, ...] = Field(min_length=1, description="Where the figures come from.")
+
+    @property
+    def cores(self) -> int:
+        """Physical cores: what a data-preparation job's one-process-a-core rate packs (two tokenizer processes on a
+        core's two threads do not run at twice one's rate; review sizreview61 G4)."""
+        return max(1, self.vcpus // self.threadsPerCore)
 
 
 class Chart(CatalogModel):

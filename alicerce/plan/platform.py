@@ -394,8 +394,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if price is None or price.usd_per_hour is None:
             return None
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
-            vcpus = pool.instance.vcpus if pool.instance else 1
-            return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
+            return cpu_node_hours(plan, pool.instance.cores if pool.instance else 1, hours_month) * price.usd_per_hour
         if price.block_steps and plan.kind in ("training", "fine-tuning"):
             blocks = _run_blocks(price, pool, plan)  # a run buys its own blocks, whatever the others hold
             if blocks is not None:
@@ -819,8 +818,8 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         if per_node:
             node_hours = rented_node_hours(plans, pool, price, hours_month)
         else:  # CPU pool: its always-on nodes, and the nodes that hold the workloads' cores as long as they run
-            vcpus = pool.instance.vcpus if pool.instance else 1
-            busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
+            cores = pool.instance.cores if pool.instance else 1
+            busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, cores, hours_month) for w in plans)
             node_hours = min(max(spec.scaling.min, spec.scaling.max) * hours_month, busy)
         cost = monthly_node_cost(price, node_hours)
     return PoolPlan(
@@ -1041,16 +1040,17 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
 
 
 def _cores_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFinding]) -> None:
-    """PL304 for data preparation: the CPU pool at max size holds fewer vCPUs than the job's cores for its deadline
-    (review sizreview34 D-2: 611 cores on a one-node pool of 64 vCPUs were priced as ten nodes, and nothing said the
-    pool would take 19 hours over a 2-hour deadline)."""
-    vcpus = pool.instance.vcpus if pool.instance is not None and pool.gpu is None else None
-    capacity = pool.spec.scaling.max * (vcpus or 0)
-    if not vcpus or not capacity or not w.cpu_cores or w.deadline_days is None or w.cpu_cores <= capacity:
+    """PL304 for data preparation: the CPU pool at max size holds fewer cores than the job's for its deadline (review
+    sizreview34 D-2: 611 cores on a one-node pool of 64 vCPUs were priced as ten nodes, and nothing said the pool would
+    take 19 hours over a 2-hour deadline); physical cores, a tokenizer process each (review sizreview61 G4: a vCPU of
+    a two-thread core was counted as one)."""
+    cores = pool.instance.cores if pool.instance is not None and pool.gpu is None else None
+    capacity = pool.spec.scaling.max * (cores or 0)
+    if not cores or not capacity or not w.cpu_cores or w.deadline_days is None or w.cpu_cores <= capacity:
         return
     days = (w.wall_clock_days or 0.0) * w.cpu_cores / capacity  # the same core-hours on fewer cores
-    nodes = math.ceil(w.cpu_cores / vcpus)
-    findings.append(PlanFinding("PL304", w.name, f"pool {pool.name} with max {_nodes(pool.spec.scaling.max)} ({capacity:,} vCPUs) "
+    nodes = math.ceil(w.cpu_cores / cores)
+    findings.append(PlanFinding("PL304", w.name, f"pool {pool.name} with max {_nodes(pool.spec.scaling.max)} ({capacity:,} cores) "
                                 f"finishes {w.name} in {days_text(days)} days, past its {deadline_text(w.deadline_days)} "
                                 f"deadline; {_nodes(nodes)} are needed for its {w.cpu_cores:,} cores"))  # fmt: skip
 
@@ -1084,7 +1084,7 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
             if pool.gpus_per_node:
                 usage[plan.team] += pool_gpu_hours(plan, gpu_equivalents(plan, resolved[pool.name]), gpus_max, hours_month)
             else:  # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
-                usage[plan.team] += cpu_node_hours(plan, instance.vcpus if instance is not None else 1, hours_month)
+                usage[plan.team] += cpu_node_hours(plan, instance.cores if instance is not None else 1, hours_month)
         used = sum(usage.values())
         if not used:
             out["(platform: unused capacity)"] += month

@@ -187,3 +187,11 @@ def test_b200_mig_memory_is_the_later_lgips() -> None:
     memory = {p.name: p.memoryGiB for p in b200.mig.profiles}
     assert memory["1g.23gb"] == 20.5
     assert memory["1g.45gb"] <= 44.25 and memory["2g.45gb"] <= 44.25
+
+
+def test_a_cpu_node_packs_its_physical_cores() -> None:
+    """Review sizreview61 G4: data preparation is sized one tokenizer process a core and was packed a process a vCPU, two
+    to an x86 core's two threads. EC2's x86 types run two threads a core, M7a one (EC2 User Guide, 'Optimize CPU
+    options')."""
+    cores = {t: (i.vcpus, i.cores) for t in ("m7i.16xlarge", "m6i.8xlarge", "c7i.4xlarge", "m7a.16xlarge") if (i := CATALOG.instance(t))}
+    assert cores == {"m7i.16xlarge": (64, 32), "m6i.8xlarge": (32, 16), "c7i.4xlarge": (16, 8), "m7a.16xlarge": (64, 64)}

@@ -839,17 +839,18 @@ def test_a_pool_that_cannot_run_a_workload_says_why_in_its_placement() -> None:
 def test_a_data_prep_job_past_its_cpu_pools_max_misses_its_deadline_there() -> None:
     """Review sizreview34 D-2: a data-prep job needing more cores than its CPU pool holds at max was priced on the nodes
     it would need and nothing said the pool finishes it late: PL304 now does, as for training. 40 TiB in 2 hours needs
-    955 cores at 6.4 MB/s each, 15 m7i.16xlarge; the pool is cut to one (64 vCPUs): 1.24 days."""
+    955 cores at 6.4 MB/s each, 30 m7i.16xlarge of 32 cores (64 vCPUs, two threads a core: review sizreview61 G4); the
+    pool is cut to one: 2.49 days."""
     data = reference()
     next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 0, "max": 1}
     next(w for w in data["workloads"] if w["name"] == "tokenize-corpus")["deadline"] = "2h"
     plan = plan_of(data)
     prep = next(w for w in plan.workloads if w.name == "tokenize-corpus")
-    assert prep.cpu_cores is not None and prep.cpu_cores > 64
+    assert prep.cpu_cores is not None and prep.cpu_cores > 32
     [finding] = [f for f in plan.findings if f.check == "PL304" and f.subject == "tokenize-corpus"]
-    nodes = math.ceil(prep.cpu_cores / 64)
-    assert (prep.cpu_cores, nodes) == (955, 15)
-    assert finding.message.startswith("pool data-prep with max 1 node (64 vCPUs) finishes tokenize-corpus in 1.24 days")
+    nodes = math.ceil(prep.cpu_cores / 32)
+    assert (prep.cpu_cores, nodes) == (955, 30)
+    assert finding.message.startswith("pool data-prep with max 1 node (32 cores) finishes tokenize-corpus in 2.49 days")
     assert finding.message.endswith(f"past its 2-hour deadline; {nodes} nodes are needed for its {prep.cpu_cores} cores")
     next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 0, "max": nodes}
     assert not [f for f in plan_of(data).findings if f.check == "PL304"]
@@ -858,15 +859,15 @@ def test_a_data_prep_job_past_its_cpu_pools_max_misses_its_deadline_there() -> N
 def test_a_data_prep_job_pays_its_nodes_for_its_hours_a_day() -> None:
     """Review sizreview35 D-B: a data-prep job of 8 hours a day was priced its nodes 24 hours of each day: the same
     core-hours at three times the price. 40 TiB in a day of 8 hours needs 3x the cores of 24 hours, for a third of the
-    time: 4 m7i.16xlarge for 8 hours, not 24."""
+    time: 8 m7i.16xlarge of 32 cores (64 vCPUs, two threads a core) for 8 hours, not 24."""
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "tokenize-corpus")["hoursPerDay"] = 8
     plan = plan_of(data)
     prep = next(w for w in plan.workloads if w.name == "tokenize-corpus")
     pool = next(p for p in plan.pools if p.name == "data-prep")
     assert pool.price is not None and pool.price.usd_per_hour is not None and prep.cpu_cores is not None
-    nodes = math.ceil(prep.cpu_cores / 64)
-    assert (prep.cpu_cores, nodes) == (239, 4)  # 40 TiB / 8 h / 6.4 MB/s a core
+    nodes = math.ceil(prep.cpu_cores / 32)
+    assert (prep.cpu_cores, nodes) == (239, 8)  # 40 TiB / 8 h / 6.4 MB/s a core
     assert pool.monthly_cost_usd == pytest.approx(nodes * 8 * pool.price.usd_per_hour)
 
 

@@ -352,7 +352,8 @@ def _without(data: dict[str, Any], workload: str) -> dict[str, Any]:
 def test_golden_reference_prod_month() -> None:
     # system       m7i.4xlarge on-demand, min 2 always on: 2 x 730 x 0.8064                   =   1,177.34
     # data-prep    m7i.16xlarge Spot: 3.2256 x 0.479 (m7i Spot share, us-east-1) = 1.5451/h;
-    #              tokenize-corpus needs 80 cores (6.4 MB/s each) -> 2 nodes for 1 day: 48 x 1.5451 =  74.16
+    #              tokenize-corpus needs 80 cores (6.4 MB/s each), 32 a node (64 vCPUs, 2 threads a core)
+    #              -> 3 nodes for 1 day: 72 x 1.5451                                          =    111.24
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
     # infer-l40s   chat-70b: 2 req/s / 0.4565 req/s a replica -> 5 for the rate, 8 for its p99 time to first token
@@ -363,17 +364,17 @@ def test_golden_reference_prod_month() -> None:
     # onprem-h100  owned TCO above                                                             = 428,159.42
     # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 680,110.26
+    # total                                                                                    = 680,147.34
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 74.16, "train-p5": 160_716.80, "infer-l40s": 63_830.23, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 111.24, "train-p5": 160_716.80, "infer-l40s": 63_830.23, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 428_159.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(680_110.26, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(680_147.34, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
@@ -407,8 +408,8 @@ def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
     # research keeps 56.555% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
-    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,159.42 x 0.56555 + 74.16 = 242,219.68
-    assert p.showback["research"] == pytest.approx(242_219.68, abs=0.01)
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,159.42 x 0.56555 + 111.24 = 242,256.77
+    assert p.showback["research"] == pytest.approx(242_256.77, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 
@@ -1337,8 +1338,8 @@ def test_a_run_past_a_reservation_pays_its_overflow_in_the_forecast_and_in_place
 
 def test_a_cpu_pools_month_is_split_by_the_node_hours_each_job_holds() -> None:
     """Review sizreview36 D-4: a CPU pool's month was split over teams a job each, so a 100 GiB job's team paid half of
-    a pool a 40 TiB job fills. tokenize-corpus (research, 80 cores: 2 nodes a day) beside a 100 GiB job of applied-ml's
-    (1 core: 1 node a day): 2 to 1."""
+    a pool a 40 TiB job fills. tokenize-corpus (research, 80 cores: 3 nodes of 32 cores a day) beside a 100 GiB job of
+    applied-ml's (1 core: 1 node a day): 3 to 1."""
     text = (
         (ROOT / "platform.yaml")
         .read_text()
@@ -1354,7 +1355,7 @@ def test_a_cpu_pools_month_is_split_by_the_node_hours_each_job_holds() -> None:
     pool = next(p for p in result.pools if p.name == "data-prep")
     assert pool.monthly_cost_usd is not None
     split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
-    assert split == pytest.approx({"research": pool.monthly_cost_usd * 2 / 3, "applied-ml": pool.monthly_cost_usd / 3})
+    assert split == pytest.approx({"research": pool.monthly_cost_usd * 3 / 4, "applied-ml": pool.monthly_cost_usd / 4})
 
 
 def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a_day() -> None:
