@@ -887,14 +887,10 @@ def _overflow(
                     if field == "tensorParallel"][:1]  # fmt: skip
         # the context-parallel degree whose split of the activations fits beside the state (review sizreview59 G1: named
         # without a value, and the obvious one did not hold), at the fewest GPUs from the pinned count up, within the
-        # pool, whose shard of the state fits beside it (review sizreview60 D2: "contextParallel 8" at the pinned 16
-        # needed 40)
+        # pool, whose shard of the state fits beside it
         split = next((c for c in (2, 4, 8, 16, 32, 64) if whole + activations / c <= usable), None)
         if split is not None:
-            group = math.lcm(tp * context * split * pipeline, mem.expert_grid(tp, pipeline))
-            first, last = -(-(gpus or group) // group) * group, most or max(gpus or group, group) * 64
-            count = next((n for n in range(first, last + 1, group) if mem.state_per_gpu(n, tp * pipeline, zero_stage, tp)
-                          + mem.working_at(zero_stage, tp, n // (tp * pipeline)) + activations / split <= usable), None)  # fmt: skip
+            count = _held_count(mem, usable, tp, pipeline, zero_stage, context=context, gpus=gpus, most=most, split=split)
             if count is not None:
                 options.append((f"contextParallel {context * split}" + (f" on {count:,} GPUs" if gpus and count != gpus else ""),
                                 "contextParallel"))  # fmt: skip
@@ -951,23 +947,35 @@ def _sharded_need(mem: TrainingMemory, widest_tp: int, context: int, gpus: int) 
 
 
 def _held_count(
-    m: TrainingMemory, usable: float, d: int, p: int, stage: int, *, context: int, gpus: int | None, most: int | None
+    m: TrainingMemory,
+    usable: float,
+    d: int,
+    p: int,
+    stage: int,
+    *,
+    context: int,
+    gpus: int | None,
+    most: int | None,
+    split: int = 1,
 ) -> int | None:
     """The fewest GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job on ``usable`` bytes a GPU: whole
     groups of it from the pinned ``gpus`` (unpinned, from one group) up to ``most``, the pool's, whose shard of what ZeRO
     spreads fits beside what each rank keeps whole and one sequence's activations fully recomputed; None where none does.
-    Unpinned too: a stage whose whole part left 0.08 GiB needed 9,590 GPUs for the rest (review sizreview60 D6)."""
-    whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + m.activations_at(d, 1.0)
+    Unpinned too: a stage whose whole part left 0.08 GiB needed 9,590 GPUs for the rest (review sizreview60 D6).
+    ``split``: a context-parallel degree beside the declared ``context`` that splits the sequence's activations further
+    (PL303's activation fix; review sizreview60 D2: "contextParallel 8" at the pinned 16 needed 40)."""
+    activations = m.activations_at(d, 1.0) / split
+    whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + activations
     if whole > usable:
         return None
     # whole replicas and whole expert grids (Megatron-Core's world divides by ETP x EP x PP: review sizreview60 D5,
     # "zeroStage 3 on 54 GPUs" for an EP 8 run that starts on 56)
-    group = math.lcm(d * context * p, m.expert_grid(d, p))
+    group = math.lcm(d * context * split * p, m.expert_grid(d, p))
     first, last = -(-(gpus or group) // group), (most or (gpus or group) * 64 if gpus else most or group * 4096) // group
 
     def fits(k: int) -> bool:
         n = k * group
-        return m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable
+        return m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + activations <= usable
 
     if first > last:
         return None
