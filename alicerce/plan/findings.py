@@ -93,8 +93,8 @@ CHECKS: dict[str, PlanCheck] = {
             "PL330",
             "pipeline-bubble",
             _W,
-            "A training pipeline runs at least as many microbatches a step as it has stages, and its plain 1F1B schedule "
-            "idles at most a fifth of a step (else an interleaved one is declared).",
+            "A training pipeline runs at least as many microbatches a step as it has stages, and its schedule idles at "
+            "most a fifth of a step in its bubble.",
             True,
         ),
         PlanCheck(

@@ -228,6 +228,20 @@ def _plain_bubble_fixes(
     return f"{batch}, or {fewer}" if fewer else batch
 
 
+def _interleaved_bubble_fixes(w: Workload, pipeline: int, virtual: int, microbatches: float, tokens_a_microbatch_round: float) -> str:
+    """What brings an interleaved bubble, (p - 1) / (v m + p - 1), under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: v
+    chunks a stage of at least (1 - w) / w x (p - 1) / m, where the layers, the embedding and the loss give the p x v
+    chunks a layer each (AL375), or a batch of at least (1 - w) / w x (p - 1) / v microbatches a pipeline."""
+    assert w.model is not None
+    limit = PLAIN_BUBBLE_WARN
+    chunks = math.ceil((1 - limit) / limit * (pipeline - 1) / microbatches - 1e-9)
+    needed = math.ceil((1 - limit) / limit * (pipeline - 1) / virtual - 1e-9)
+    batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
+    if chunks > virtual and (not w.model.layers or pipeline * chunks <= w.model.layers + 2):
+        return f"pipelineVirtualStages {chunks}, or {batch}"
+    return batch
+
+
 def _bubble_idle(run: _Run) -> float | None:
     """What the run's pipeline bubble factor idles of a step; None without one (no pipeline, or a declared MFU, which
     carries no factors)."""
@@ -2137,9 +2151,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if (w.pipeline_virtual_stages or 1) > 1:
             refused = (" (the interleaved schedule runs there on Llama 3's schedule, each chunk's round waiting for the "
                        "microbatch to come round the stages; Megatron-Core refuses fewer microbatches than stages)")  # fmt: skip
-            # as many microbatches as stages clear it; fewer stages keep each pipeline's microbatches under its stages (the
-            # ranks grow with them), so only no pipeline does
-            fixes = f"a globalBatchTokens of at least {pipeline * microbatch_round:,.0f} (as many microbatches as stages)"
+            # as many microbatches as stages clear it, and as many as bring the interleaved bubble within a fifth (taken at
+            # as many as stages, 8 stages of 2 chunks idled 7 / 23 = 30%: PL330 again); fewer stages keep each pipeline's
+            # microbatches under its stages (the ranks grow with them), so only no pipeline does
+            virtual = w.pipeline_virtual_stages or 1
+            needed = max(pipeline, math.ceil((1 - PLAIN_BUBBLE_WARN) / PLAIN_BUBBLE_WARN * (pipeline - 1) / virtual - 1e-9))
+            fixes = (f"a globalBatchTokens of at least {needed * microbatch_round:,.0f} ("
+                     + ("as many microbatches as stages)" if needed == pipeline else
+                        f"{needed} microbatches a pipeline: as many as its stages, and its bubble within a fifth)"))  # fmt: skip
             fixes += f", or {flat}" if (flat := _no_pipeline(w, stage_fits)) else ""
         else:  # the plain schedule then idles (p - 1) / (m + p - 1): the batch that brings that under a fifth
             fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, microbatch_round, tp * context, fits=stage_fits)
@@ -2159,13 +2178,25 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), tp * context,
                                     fits=stage_fits)  # fmt: skip
         if interleaves:
-            fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual "
-                     f"pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip
+            # the chunks that bring the bubble within a fifth, where the layers give them one each (else the most they
+            # do, which PL330 follows with a batch: the interleaved bubble's own warning)
+            chunks = math.ceil((1 - PLAIN_BUBBLE_WARN) / PLAIN_BUBBLE_WARN * (pipeline - 1) / sequences_per_rank - 1e-9)
+            chunks = max(2, min(chunks, (w.model.layers + 2) // pipeline if w.model.layers else chunks))
+            fixes = (f"declare pipelineVirtualStages {chunks} where the stack interleaves its stages (Megatron-Core's "
+                     f"virtual pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip
         else:
             fixes += f" (the {w.model.layers} layers leave no room for an interleaved schedule's two chunks a stage)"
         issues.append(Issue("PL330", f"the plain 1F1B schedule of a {pipeline}-stage pipeline over {sequences_per_rank:,.1f} "
                             f"microbatches a step idles {idle:.0%} of each step in its bubble: {fixes}",
                             "pipelineVirtualStages" if interleaves else "globalBatchTokens"))  # fmt: skip
+    elif pipeline > 1 and (virtual := w.pipeline_virtual_stages or 1) > 1 and (idle := _bubble_idle(run) or 0.0) > PLAIN_BUBBLE_WARN:
+        # interleaved too, the bubble idles (p - 1) / (v m + p - 1): a 16-stage pipeline of 2 chunks over 16 microbatches
+        # idles 32% of each step, and nothing said so (the plain schedule's warning only)
+        fixes = _interleaved_bubble_fixes(w, pipeline, virtual, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE))
+        field = "pipelineVirtualStages" if fixes.startswith("pipelineVirtualStages") else "globalBatchTokens"
+        issues.append(Issue("PL330", f"the interleaved schedule of a {pipeline}-stage pipeline, {virtual} chunks a stage over "
+                            f"{sequences_per_rank:,.1f} microbatches a step, idles {idle:.0%} of each step in its bubble: "
+                            f"{fixes}", field))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     if w.model.architecture == "moe" and w.mfu is None:

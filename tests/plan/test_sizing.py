@@ -1654,11 +1654,17 @@ def test_pl330_with_fewer_microbatches_than_stages_names_a_batch_that_clears_it(
     assert not pl330(base.model_copy(update={"global_batch_tokens": 28 * 8 * 4096}))
     flat = plan_training(base.model_copy(update={"pipeline_parallel": None, "zero_stage": 3}), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in flat.issues if i.check == "PL312"] == ["PL312"]  # less than a sequence a rank
-    # interleaved: as many microbatches as stages clear it (Megatron-Core's floor)
+    # interleaved: as many microbatches as stages clear it (Megatron-Core's floor), and 4 x 7 / 2 = 14 bring its bubble
+    # within a fifth, 7 / 35 (at 8 microbatches it idled 7 / 23 = 30%: PL330 again, for the interleaved bubble)
     interleaved = base.model_copy(update={"pipeline_virtual_stages": 2, "zero_stage": 3})
     [told] = pl330(interleaved)
+    assert told.message.endswith(": a globalBatchTokens of at least 458,752 (14 microbatches a pipeline: as many as its stages, "
+                                 "and its bubble within a fifth)")  # fmt: skip
+    assert not pl330(interleaved.model_copy(update={"global_batch_tokens": 14 * 8 * 4096}))
+    # at 4 chunks a stage as many as the stages bring it within a fifth: 7 / 39
+    [told] = pl330(interleaved.model_copy(update={"pipeline_virtual_stages": 4}))
     assert told.message.endswith(": a globalBatchTokens of at least 262,144 (as many microbatches as stages)")
-    assert not pl330(interleaved.model_copy(update={"global_batch_tokens": 8 * 8 * 4096}))
+    assert not pl330(interleaved.model_copy(update={"pipeline_virtual_stages": 4, "global_batch_tokens": 8 * 8 * 4096}))
 
 
 def test_pl330_names_only_stage_counts_that_hold_the_run() -> None:
@@ -3890,3 +3896,25 @@ def test_a_pinned_count_below_one_expert_grid_says_so() -> None:
     assert told.message == ("the pinned 12 GPUs are fewer than one expert grid (EP 8 x TP 2 x PP 1, 16 GPUs): at least 16 "
                             "H100-SXM5-80GB are needed") and told.field == "gpus"  # fmt: skip
     assert plan_training(w.model_copy(update={"gpus": 16}), on("H100-SXM5-80GB"), SIZING, []).gpus == 16
+
+
+def test_pl330_says_where_an_interleaved_schedule_still_idles_a_fifth() -> None:
+    """An interleaved schedule's bubble, (p - 1) / (v m + p - 1), was never said: a 405B at TP 8 x PP 16 with 2 chunks a
+    stage over the 16 microbatches of 16,384 GPUs idles 15 / 47 = 32% of each step with no finding (the plain schedule
+    had PL330 at a fifth). By hand: 4 chunks idle 15 / 79 = 19%; or 4 x 15 / 2 = 30 microbatches a pipeline, 30 x 128
+    ranks x 8,192 = 31,457,280 tokens. Each taken plans without it."""
+    w = workload(model={"parameters": "405B", "layers": 126, "hiddenSize": 16384}, tokens="1T", sequenceLength=8192,
+                 globalBatchTokens=16 * 2**20, gpus=16384, tensorParallel=8, pipelineParallel=16, pipelineVirtualStages=2,
+                 zeroStage=1)  # fmt: skip
+    [told] = [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    assert told.message == ("the interleaved schedule of a 16-stage pipeline, 2 chunks a stage over 16.0 microbatches a step, "
+                            "idles 32% of each step in its bubble: pipelineVirtualStages 4, or a globalBatchTokens of at least "
+                            "31,457,280 (30 microbatches a pipeline)") and told.field == "pipelineVirtualStages"  # fmt: skip
+    for taken in ({"pipeline_virtual_stages": 4}, {"global_batch_tokens": 31_457_280}):
+        plan = plan_training(w.model_copy(update=taken), on("H100-SXM5-80GB"), SIZING, [])
+        assert plan.gpus == 16384 and not [i for i in plan.issues if i.check in ("PL330", "PL303")], taken
+    # the plain schedule's warning names the chunks that clear both, 4 x 15 / 16 = 3.75: 4, not "declare it" (taken at 2,
+    # the interleaved warning above)
+    [plain] = [i for i in plan_training(w.model_copy(update={"pipeline_virtual_stages": None}), on("H100-SXM5-80GB"), SIZING,
+                                       []).issues if i.check == "PL330"]  # fmt: skip
+    assert ": declare pipelineVirtualStages 4 where the stack interleaves its stages" in plain.message, plain.message
