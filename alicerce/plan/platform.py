@@ -736,6 +736,8 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     capacity = spec.scaling.max * per_node
     steady: list[WorkloadPlan] = []  # the services and batch work that hold their GPUs all month
     hours = held = 0.0
+    reserved = price.reserved_nodes if price is not None and not pool.owned and per_node else 0
+    on_reserved = 0.0  # node-hours a month the workloads hold of the reserved nodes, each filling them first
     for w in plans:
         if w.gpus is None:
             _cores_finding(pool, w, findings)
@@ -744,7 +746,10 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         # a month's GPU-hours as the cost rules count them: a MIG instance or time slice by its share of the GPU
         billed = gpu_equivalents(w, pool)
         hours += busy_gpu_hours(w, billed, hours_month)  # what the workloads want of the pool
-        held += pool_gpu_hours(w, billed, capacity, hours_month)  # what they can hold of it, at their hours a day
+        held += (holds := pool_gpu_hours(w, billed, capacity, hours_month))  # what they can hold of it, at their hours a day
+        if reserved and gpus:
+            nodes = math.ceil(gpus / per_node)
+            on_reserved += holds / per_node * min(nodes, reserved) / nodes
         if w.kind in ("training", "fine-tuning"):
             _deadline_finding(pool, w, findings)
         else:
@@ -794,17 +799,24 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     if pool.owned and pool.gpu is not None:  # owned servers do not scale to zero: the peak's nodes are bought and stay
         rec_min = rec_max  # (review sizreview41 G2: onprem-h100 was recommended 0-28)
     utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
+    # on a reservation the cost is the reserved nodes, billed used or not: a smaller max saves nothing, fewer reserved
+    # nodes do (review sizreview41 G1), and what they sit idle is the month's, whatever the peak (review sizreview61:
+    # 10 reserved nodes a 46-day run a quarter holds a quarter of the time said nothing of the rest)
+    reserved_idle = ""
+    if reserved and plans and price is not None and price.usd_per_hour:
+        busy = min(1.0, on_reserved / (reserved * hours_month))  # at most: workloads side by side share them
+        never = max(0, reserved - rec_max)  # never needed at once
+        idle_usd = ((1 - busy) * reserved) * price.usd_per_hour * hours_month
+        if busy < 0.3 or never:
+            reserved_idle = (f"its {reserved} reserved nodes are busy {busy:.0%} of the month at most"
+                             + (f" ({never} never needed at once)" if never else "")
+                             + f": ${idle_usd:,.0f} a month billed for them idle; reserve fewer or place more work on it")  # fmt: skip
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:
-        # on a reservation the cost is the reserved nodes, billed used or not: a smaller max saves nothing, fewer
-        # reserved nodes do (review sizreview41 G1)
-        reserved = price.reserved_nodes if price is not None and not pool.owned else 0
-        idle = reserved - rec_max
-        spare = ""
-        if idle > 0 and price is not None and price.usd_per_hour:
-            spare = (f"; {idle} of its {reserved} reserved nodes are never needed at once, "
-                     f"${idle * price.usd_per_hour * hours_month:,.0f} a month billed used or not")  # fmt: skip
+        spare = f"; {reserved_idle}" if reserved_idle else ""
         findings.append(PlanFinding("PL307", pool.name, f"forecast GPU utilisation is {utilization:.0%}: its workloads peak at {peak} GPUs "
                                     f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}{spare}"))  # fmt: skip
+    elif reserved_idle:
+        findings.append(PlanFinding("PL307", pool.name, reserved_idle))
     if per_node and not plans and spec.scaling.max:
         findings.append(PlanFinding("PL308", pool.name, "no declared workload runs here; its size is not backed by the workload inventory"))
     owned = pool.owned and pool.gpu is not None

@@ -934,3 +934,25 @@ def test_an_owned_pools_marginal_cost_is_a_month_like_every_other() -> None:
     run = next(w for w in plan.workloads if w.name == "pretrain-405b")
     assert run.gpu_hours is not None and run.gpu_hours > 800_000
     assert "adds $18,256 (owned: power only)" in plan.placements["pretrain-405b"]
+
+
+def test_pl307_says_what_a_reservation_bills_idle_whatever_the_peak() -> None:
+    """Review sizreview61 (seen again, sizreview41 G1): PL307 named a reservation's idle share only where the reserved
+    nodes outnumbered the peak's. A 70B run on 256 GPUs (32 p5 nodes) every other quarter, 45.7 days, holds the 10
+    reserved nodes 45.7 x 0.5 / 3 = 7.6 days a month, 25% of it: $301,206 of 10 x 730 h x $55.04 billed idle."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["scaling"] = {"min": 0, "max": 64}
+    next(r for r in data["costs"]["cloud"] if r["pool"] == "train-p5")["reservedNodes"] = 10
+    ft = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    ft.update(kind="training", method=None, model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T",
+              gpus=256, runsPerQuarter=0.5, deadline=None, pool="train-p5")  # fmt: skip
+    plan = plan_of({**data, "workloads": [{k: v for k, v in w.items() if v is not None} for w in data["workloads"]]})
+    run = next(w for w in plan.workloads if w.name == "code-assistant-ft")
+    [told] = [f.message for f in plan.findings if f.check == "PL307" and f.subject == "train-p5"]
+    assert run.wall_clock_days is not None
+    busy = min(10, 32) / 32 * 256 * run.wall_clock_days * 24 * 0.5 / 3 / 8 / (10 * 730)
+    assert (
+        f"its 10 reserved nodes are busy {busy:.0%} of the month at most: ${(1 - busy) * 10 * 730 * 55.04:,.0f} a month "
+        "billed for them idle; reserve fewer or place more work on it" in told
+    ), told
