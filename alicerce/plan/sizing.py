@@ -2575,12 +2575,13 @@ def _latency_shortfall(
 
 def _smaller_weights(w: Workload, gpu: Gpu) -> list[tuple[str, str]]:
     """(precision, how PL303 names it) of each serving precision with smaller weights than ``w``'s, least quantised first:
-    fp8 where the GPU computes in it, else int8, then int4, both weight-only (AWQ, GPTQ: what the roofline serves them
-    as, roofline.kv_bytes keeping activations and the cache 16-bit)."""
+    fp8 where the GPU computes in it, else int8, then int4, both weight-only (GPTQ, AWQ at 4 bits: what the roofline
+    serves them as, roofline.kv_bytes keeping activations and the cache 16-bit)."""
     order = ["fp8" if gpu.tflops.fp8 else "int8", "int4"] if w.precision in ("bf16", "fp16") else ["int4"]
     if w.precision not in ("bf16", "fp16", "fp8", "int8"):
         return []
-    names = {"fp8": "fp8 weights", "int8": "AWQ or GPTQ int8 weights", "int4": "AWQ or GPTQ int4 weights"}
+    # AWQ quantises to 4 bits only (AutoAWQ, vLLM's awq); 8-bit weight-only is GPTQ's or a W8A16 checkpoint's
+    names = {"fp8": "fp8 weights", "int8": "GPTQ or W8A16 int8 weights", "int4": "AWQ or GPTQ int4 weights"}
     return [(p, names[p]) for p in order]
 
 

@@ -357,7 +357,10 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
         tp, model = w.tensor_parallel, w.model
         if tp is None or model is None or w.kind not in (*SERVING, *SCHEDULED):
             continue
-        nodes = [pool.gpus_per_node for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None]
+        # the declared pool's node, else the largest of the pools it may run on (review sizreview62 E2: TP 8 named for
+        # a workload pinned to a pool of 4-GPU nodes)
+        pools = [p for p in ctx.resolved.pools if p.name == w.pool] or [p for _, p in eligible(w, ctx.resolved, None)]
+        nodes = [pool.gpus_per_node for pool in pools if pool.gpu is not None]
         node = max(nodes) if nodes else None
         for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=w.kind in SERVING, node=node):
             yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)

@@ -18,7 +18,7 @@ from alicerce.rules import WARNING_RULES, all_rules
 from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
 from alicerce.targets.onprem.rules import _rail_name_problem
-from tests.conftest import TODAY
+from tests.conftest import ROOT, TODAY
 from tests.plan.test_platform_plan import FP8_ON_TWO_GENERATIONS
 
 
@@ -368,3 +368,19 @@ def test_pinned_replica_advice_counts_every_declared_degree() -> None:
     # at a count the rest of the replica divides, the stage counts that fill it, as many as the layers allow
     (fits,) = told("    pipelineParallel: 3\n    gpus: 40\n")
     assert "use a stage count that divides 5: 1, 5" in fits, fits
+
+
+def test_al372_names_the_degrees_of_the_declared_pools_node() -> None:
+    """Review sizreview62 E2: AL372's degrees were bounded by the largest node of every pool of the workload's purpose, so
+    a service declared on a pool of 4-GPU nodes was told TP 8, which PL322 refuses there. The declared pool's node bounds
+    them."""
+    import yaml
+
+    from alicerce.spec.loader import load_text
+
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    chat = next(w for w in data["workloads"] if w["name"] == "chat-70b")
+    chat.update(pool="infer-l40s", tensorParallel=3)
+    text = yaml.safe_dump(data, sort_keys=False)
+    [told] = [e.render() for e in check(load_text(text, "p.yaml"), on=TODAY).errors if e.rule == "AL372"]
+    assert told.endswith("(use a degree that divides both 64 and a node's 4 GPUs: 1, 2, 4)"), told
