@@ -175,12 +175,13 @@ def pool_gpu_hours(plan: WorkloadPlan, gpus: float, capacity: int, hours_month: 
     return min(busy_gpu_hours(plan, gpus, hours_month), capacity * hours_month * plan.hours_per_day / 24)
 
 
-def cpu_node_hours(plan: WorkloadPlan, cores: int, hours_month: float) -> float:
+def cpu_node_hours(plan: WorkloadPlan, cores: int, hours_month: float, *, above: int = 0) -> float:
     """Node-hours a month a data-preparation job holds on a CPU pool of ``cores`` physical cores a node: the nodes its
     cores fill, its wall-clock days (at most the month's) at its hours a day (review sizreview35 D-B: counted 24 a day,
-    an 8-hour job paid three times)."""
+    an 8-hour job paid three times). ``above``: nodes the pool keeps on anyway, whose hours are not the job's to add
+    (review sizreview62 E4: 6 always-on nodes that held a job's 91 cores were billed again for it)."""
     days = min(plan.wall_clock_days or 0.0, hours_month / 24)
-    return math.ceil((plan.cpu_cores or 0) / cores) * days * plan.hours_per_day
+    return max(0, math.ceil((plan.cpu_cores or 0) / cores) - above) * days * plan.hours_per_day
 
 
 # the longest calendar month: the budget rules sum spend per calendar month (team:gpu_cost_usd:sum_month)

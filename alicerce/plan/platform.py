@@ -831,7 +831,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
             node_hours = rented_node_hours(plans, pool, price, hours_month)
         else:  # CPU pool: its always-on nodes, and the nodes that hold the workloads' cores as long as they run
             cores = pool.instance.cores if pool.instance else 1
-            busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, cores, hours_month) for w in plans)
+            busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, cores, hours_month, above=spec.scaling.min) for w in plans)
             node_hours = min(max(spec.scaling.min, spec.scaling.max) * hours_month, busy)
         cost = monthly_node_cost(price, node_hours)
     return PoolPlan(
@@ -997,11 +997,14 @@ def _nodes(count: int) -> str:
 
 
 def wall_clock_on_pool(w: WorkloadPlan, pool: ResolvedPool | None) -> float | None:
-    """A run's wall-clock days on its pool: a run sized wider than the pool at max size runs the same GPU-hours on the
-    pool's GPUs (PL304's figure), which its per-run cost target and lead time read too (review sizreview35 D-C)."""
+    """A run's wall-clock days on its pool: a run sized wider than the pool at max size runs on the pool's GPUs (PL304's
+    figure), which its per-run cost target and lead time read too (review sizreview35 D-C): as the plan sized it there
+    (pool_days), else the same GPU-hours on the pool's GPUs, no fewer than it takes there."""
     capacity = runnable_capacity(w, pool)
     if w.wall_clock_days is None or not w.gpus or not capacity or w.gpus <= capacity:
         return w.wall_clock_days
+    if w.pool_days is not None:
+        return w.pool_days
     return w.wall_clock_days * w.gpus / capacity
 
 
@@ -1045,8 +1048,9 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         # the planned GPU-hours spread over the pool's GPUs: no fewer than they take there (a larger share of the batch a
         # GPU runs no slower), which PL338 sizes where it names the deadline the pool can meet (review sizreview61 G3)
         message = (
-            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days (its planned "
-            f"GPU-hours on {capacity:,} GPUs), past its {deadline_text(w.deadline_days)} deadline; {need}"
+            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days ("
+            + (f"sized on its {capacity:,} GPUs" if w.pool_days is not None else f"its planned GPU-hours on {capacity:,} GPUs")
+            + f"), past its {deadline_text(w.deadline_days)} deadline; {need}"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

@@ -128,6 +128,9 @@ class WorkloadPlan:
     # training: the GPUs its count steps in (TP x CP x PP and the expert grid), the most of a pool it can run on being a
     # multiple of them (review sizreview60 D3: "pin 40 or fewer" for a run of 32-GPU groups)
     group_gpus: int = 1
+    # training planned wider than its pool at max size: its wall-clock days sized on the pool's whole groups (PL304,
+    # PL306 and the lead-time KPI read them: platform.wall_clock_on_pool); None where it fits the pool or none is known
+    pool_days: float | None = None
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -2062,6 +2065,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("MFU", run.mfu, "of dense BF16 peak", "product of the factors below", chosen, run.factors))
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
+    # where the run is planned wider than its pool, its days there sized at the pool's whole groups (its layout may
+    # differ there: a larger share of the batch a GPU, another degree), which PL304, PL338 and the lead-time KPI read
+    # (review sizreview62 E1: the planned GPU-hours spread over the pool's 4,096 GPUs said 5.06 days where they take 4.27)
+    pool_days = None
+    group = math.lcm(run.tp * context * pipeline, mem.expert_grid(run.tp, pipeline))
+    if place.capacity_gpus is not None and gpus > place.capacity_gpus and (most := place.capacity_gpus // group * group) >= min_gpus:
+        there = _training_run(w, place, sizing, mem, most, min_tp, flops_per, active)
+        if holds(there):
+            pool_days = seconds(there) / most / availability / DAY
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
         # the search stopped where more GPUs stop paying, or where a data-parallel rank would get less than a sequence:
         # the deadline is bought dearly (PL337, naming the count that buys it) or not at all (PL338, an error: a warning
@@ -2082,13 +2094,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                               f"batch at TP {widest}, it takes {at_most} days")  # fmt: skip
             fix = "extend the deadline or raise globalBatchTokens"
             pool = place.capacity_gpus
-            if pool is not None and pool // step and pool <= ceiling:
+            if pool is not None and pool_days is not None and pool <= ceiling:
                 # the pool, not the batch, bounds the count: a larger batch lets more ranks run than the pool has (review
                 # sizreview61 G3: "raise globalBatchTokens" on a 4,096-GPU pool, taken, was PL338 at 125,000 GPUs)
-                most = pool // step * step
-                pool_days = math.ceil(seconds(at(most)) / most / availability / DAY * 100 - 1e-9) / 100  # a deadline it meets
-                fix = (f"extend the deadline to at least {pool_days:.2f} days, its pace on the {most:,} GPUs pool {place.pool} holds "
-                       "at most (sized there), or a larger pool with a larger globalBatchTokens")  # fmt: skip
+                due = math.ceil(pool_days * 100 - 1e-9) / 100  # a deadline its days there meet
+                fix = (f"extend the deadline to at least {due:.2f} days, its pace on the {pool // group * group:,} GPUs pool "
+                       f"{place.pool} holds at most (sized there), or a larger pool with a larger globalBatchTokens")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
                                 f"sequence); {fix}"))  # fmt: skip
         else:
@@ -2323,8 +2334,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
-        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter,
-        group_gpus=math.lcm(tp * context * pipeline, mem.expert_grid(tp, pipeline)),
+        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter, group_gpus=group, pool_days=pool_days,
     )  # fmt: skip
 
 

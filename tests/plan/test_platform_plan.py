@@ -956,3 +956,15 @@ def test_pl307_says_what_a_reservation_bills_idle_whatever_the_peak() -> None:
         f"its 10 reserved nodes are busy {busy:.0%} of the month at most: ${(1 - busy) * 10 * 730 * 55.04:,.0f} a month "
         "billed for them idle; reserve fewer or place more work on it" in told
     ), told
+
+
+def test_a_cpu_pools_always_on_nodes_hold_a_job_without_billing_it_again() -> None:
+    """Review sizreview62 E4: a CPU pool's month added a data-prep job's node-hours to its always-on nodes' even where
+    those nodes held the job: tokenize-corpus's 80 cores fill 3 m7i.16xlarge of 32 cores, so a pool of 3 always on costs
+    its 3 x 730 hours, not 3 x 730 + 3 x 24."""
+    data = reference()
+    next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 3, "max": 20}
+    plan = plan_of(data)
+    pool = next(p for p in plan.pools if p.name == "data-prep")
+    assert pool.price is not None and pool.price.usd_per_hour is not None and pool.monthly_cost_usd is not None
+    assert pool.monthly_cost_usd == pytest.approx(3 * HOURS_PER_MONTH * pool.price.usd_per_hour, rel=1e-9)

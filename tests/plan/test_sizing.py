@@ -3918,3 +3918,30 @@ def test_pl330_says_where_an_interleaved_schedule_still_idles_a_fifth() -> None:
     [plain] = [i for i in plan_training(w.model_copy(update={"pipeline_virtual_stages": None}), on("H100-SXM5-80GB"), SIZING,
                                        []).issues if i.check == "PL330"]  # fmt: skip
     assert ": declare pipelineVirtualStages 4 where the stack interleaves its stages" in plain.message, plain.message
+
+
+def test_a_run_wider_than_its_pool_is_sized_on_the_pools_gpus() -> None:
+    """Review sizreview62 E1, E3: PL304 and PL306 spread the GPU-hours sized at the planned count over the pool's GPUs,
+    where the run's layout differs there (an 8B due in an hour on a 4,096-GPU pool: 5.06 days, where the plan sizes
+    4.27 at 4,096; a 70B at TP 4 x PP 5 on a 3-node pool: 62.7 days where its 20 GPUs, recomputing, take 88.6), and
+    PL338 named the pool's deadline only where the pool held one node-aligned step of the search. The plan now sizes the
+    run on the pool's whole groups (pool_days), which PL304, PL306, PL338 and the KPI read; pinned to that count it plans
+    the same days."""
+    eight = workload(model={"parameters": "8B", "layers": 32, "hiddenSize": 4096}, tokens="10T", sequenceLength=4096,
+                     globalBatchTokens="4M", deadline="1h")  # fmt: skip
+    big = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=4096)
+    plan = plan_training(eight, big, SIZING, [])
+    pinned = plan_training(eight.model_copy(update={"gpus": 4096, "deadline": None}), big, SIZING, [])
+    assert plan.gpus is not None and plan.gpus > 4096 and plan.pool_days == pytest.approx(pinned.wall_clock_days, rel=1e-9)
+    [told] = [i.message for i in plan.issues if i.check == "PL338"]
+    assert f"extend the deadline to at least {math.ceil(plan.pool_days * 100) / 100:.2f} days" in told
+    seventy = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="100B", sequenceLength=8192,
+                       globalBatchTokens="4M", tensorParallel=4, pipelineParallel=5, zeroStage=1, deadline="1h")  # fmt: skip
+    small = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=24)
+    plan = plan_training(seventy, small, SIZING, [])
+    twenty = plan_training(seventy.model_copy(update={"gpus": 20, "deadline": None}), small, SIZING, [])
+    assert plan.pool_days == pytest.approx(twenty.wall_clock_days, rel=1e-9) and plan.pool_days is not None
+    [told] = [i.message for i in plan.issues if i.check == "PL338"]
+    assert "raise globalBatchTokens" not in told and f"at least {math.ceil(plan.pool_days * 100) / 100:.2f} days" in told, told
+    # within the pool there is nothing to size again
+    assert plan_training(seventy.model_copy(update={"deadline": None}), big, SIZING, []).pool_days is None
