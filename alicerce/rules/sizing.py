@@ -150,7 +150,13 @@ def _experts_fit_the_parameters(path: SpecPath, w: Workload, model: Model) -> It
     expert = (total - active) / (experts.total - experts.per_token)
     rest = active - experts.per_token * expert
     if total > active and rest < 0:
+        # not one expert of that size fits the active parameters: the sizes, not perToken, are wrong (review sizreview62)
         most = math.floor(active * experts.total / total)
+        if most < 1:
+            yield Finding(path, f"an expert of {_billions(expert)} parameters is more than the {_billions(active)} active: no "
+                          "token can run one", "the parameters and activeParameters the model card gives", experts.per_token,
+                          resource=w.name)  # fmt: skip
+            return
         yield Finding(path, f"{experts.per_token} of {experts.total} experts a token make each expert ({_billions(total)} - "
                       f"{_billions(active)}) / {experts.total - experts.per_token} = {_billions(expert)} parameters, and "
                       f"{experts.per_token} of them more than the {_billions(active)} active: {_billions(rest)} would be "
@@ -860,6 +866,42 @@ def _attention_kernel_shadowed(w: Workload, i: int) -> Iterable[Finding]:
         # for fp32): the term would price a kernel the run cannot take (review sizreview54)
         yield Finding(path, "FlashAttention-2 runs fp16 and bf16 only: an fp32 run's attention takes another kernel",
                       "train in bf16, or remove attentionKernel", key=True, resource=w.name)  # fmt: skip
+
+
+# the widest ratio of declared parameters to a dense model's shape, 12 x layers x hiddenSize^2 (+ its embeddings), among
+# published models: vocabulary-heavy small ones (Gemma 3 270M: 18 x 640, 0.27B, 3.1x without its 262k-token embeddings)
+# and wide-FFN ones (Gemma 2: 1.2x) sit well inside it; a dropped digit (hiddenSize 819 for 8192) is 80x off
+SHAPE_RATIO_LIMIT = 4.0
+
+
+@rules.rule(
+    "AL395",
+    "model-shape-parameters",
+    "Warns where a dense model's layers and hiddenSize hold far more or fewer parameters than it declares.",
+    warning=True,
+)
+def model_shape_parameters(ctx: RuleContext) -> Iterable[Finding]:
+    """A dense transformer's blocks hold about 12 x layers x hiddenSize^2 parameters (attention 4 h^2, an MLP of 4 h or a
+    gated one of 8/3 h: 8 h^2), beside vocabulary x hiddenSize an embedding matrix. The plan reads layers and hiddenSize
+    for activations and attention FLOPs and parameters for everything else, so a typo in one (hiddenSize 819 on a 70B)
+    planned a quarter fewer GPU-hours with no word (review sizreview62 H2). A warning: unusual shapes exist."""
+    for i, w in enumerate(ctx.spec.workloads):
+        model = w.model
+        if model is None or model.architecture != "dense" or not model.layers or not model.hidden_size:
+            continue
+        blocks = 12 * model.layers * model.hidden_size**2
+        embeddings = (model.vocabulary or 0) * model.hidden_size * (1 if model.tied_embeddings else 2)
+        ratio = float(model.parameters) / (blocks + embeddings)
+        if 1 / SHAPE_RATIO_LIMIT <= ratio <= SHAPE_RATIO_LIMIT:
+            continue
+        shape = f"{model.layers} layers of hiddenSize {model.hidden_size:,}"
+        yield Finding(S.workloads[i].model.hidden_size, f"{shape} hold about {_billions(blocks + embeddings)} parameters "
+                      f"(12 x layers x hiddenSize^2{' + embeddings' if embeddings else ''}), {ratio:,.1f}x fewer than the "
+                      f"declared {_billions(float(model.parameters))}" if ratio > 1 else f"{shape} hold about "
+                      f"{_billions(blocks + embeddings)} parameters (12 x layers x hiddenSize^2), {1 / ratio:,.1f}x more than "
+                      f"the declared {_billions(float(model.parameters))}",
+                      "check parameters, layers and hiddenSize against the model card: Llama 3 70B is 70B, 80 layers of 8,192",
+                      model.hidden_size, resource=w.name)  # fmt: skip
 
 
 @rules.rule(
