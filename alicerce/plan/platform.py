@@ -1013,6 +1013,8 @@ def runnable_capacity(w: WorkloadPlan, pool: ResolvedPool | None) -> int:
     grid), as Megatron-Core and torchtitan refuse a world they do not divide (review sizreview60 D3: 40 GPUs for a run
     of 32-GPU groups)."""
     capacity = pool.spec.scaling.max * pool.gpus_per_node if pool is not None else 0
+    if w.pool_gpus is not None and w.pool_gpus <= capacity:  # as the plan sized it there: the most a layout holds it on
+        return w.pool_gpus
     return capacity // w.group_gpus * w.group_gpus
 
 

@@ -131,6 +131,7 @@ class WorkloadPlan:
     # training planned wider than its pool at max size: its wall-clock days sized on the pool's whole groups (PL304,
     # PL306 and the lead-time KPI read them: platform.wall_clock_on_pool); None where it fits the pool or none is known
     pool_days: float | None = None
+    pool_gpus: int | None = None  # the count pool_days is sized on: the most of the pool's GPUs a layout holds it on
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -2068,12 +2069,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # where the run is planned wider than its pool, its days there sized at the pool's whole groups (its layout may
     # differ there: a larger share of the batch a GPU, another degree), which PL304, PL338 and the lead-time KPI read
     # (review sizreview62 E1: the planned GPU-hours spread over the pool's 4,096 GPUs said 5.06 days where they take 4.27)
-    pool_days = None
+    pool_days, pool_gpus = _on_pool(w, place, mem, gpus, min_gpus, min_tp, holds, days=lambda r: seconds(r) / r.gpus / availability / DAY,
+                                    run_at=lambda n, d: _training_run(w, place, sizing, mem, n, d, flops_per, active))  # fmt: skip
     group = math.lcm(run.tp * context * pipeline, mem.expert_grid(run.tp, pipeline))
-    if place.capacity_gpus is not None and gpus > place.capacity_gpus and (most := place.capacity_gpus // group * group) >= min_gpus:
-        there = _training_run(w, place, sizing, mem, most, min_tp, flops_per, active)
-        if holds(there):
-            pool_days = seconds(there) / most / availability / DAY
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
         # the search stopped where more GPUs stop paying, or where a data-parallel rank would get less than a sequence:
         # the deadline is bought dearly (PL337, naming the count that buys it) or not at all (PL338, an error: a warning
@@ -2094,11 +2092,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                               f"batch at TP {widest}, it takes {at_most} days")  # fmt: skip
             fix = "extend the deadline or raise globalBatchTokens"
             pool = place.capacity_gpus
-            if pool is not None and pool_days is not None and pool <= ceiling:
+            if pool is not None and pool_days is not None and pool_gpus is not None and pool <= ceiling:
                 # the pool, not the batch, bounds the count: a larger batch lets more ranks run than the pool has (review
                 # sizreview61 G3: "raise globalBatchTokens" on a 4,096-GPU pool, taken, was PL338 at 125,000 GPUs)
                 due = math.ceil(pool_days * 100 - 1e-9) / 100  # a deadline its days there meet
-                fix = (f"extend the deadline to at least {due:.2f} days, its pace on the {pool // group * group:,} GPUs pool "
+                fix = (f"extend the deadline to at least {due:.2f} days, its pace on the {pool_gpus:,} GPUs pool "
                        f"{place.pool} holds at most (sized there), or a larger pool with a larger globalBatchTokens")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
                                 f"sequence); {fix}"))  # fmt: skip
@@ -2334,8 +2332,45 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
-        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter, group_gpus=group, pool_days=pool_days,
+        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter, group_gpus=group, pool_days=pool_days, pool_gpus=pool_gpus,
     )  # fmt: skip
+
+
+def _on_pool(  # noqa: PLR0917 - the sizing's parts, called once
+    w: Workload,
+    place: Placement,
+    mem: TrainingMemory,
+    planned: int,
+    min_gpus: int,
+    min_tp: int,
+    holds: Callable[[_Run], bool],
+    *,
+    days: Callable[[_Run], float],
+    run_at: Callable[[int, int], _Run],
+) -> tuple[float | None, int | None]:
+    """(days, GPUs) of a run planned wider than its pool at max size, sized on the most of the pool's GPUs a layout holds
+    it on: at each degree from the narrowest that holds the job, the largest count of whole groups (and expert grids)
+    within the pool whose run holds, the fastest of them; (None, None) where the run fits the pool or no layout holds it
+    there. Review sizreview62 E1: the planned GPU-hours spread over the pool said 5.06 days where they take 4.27;
+    sizreview63 N1, N2: the planned degree's group (TP 8 x PP 5 = 40 on a 24-GPU pool) or the declared expert grid (72
+    GPUs, where an undeclared group holds only 64) left it unsized."""
+    cap, pipeline, context = place.capacity_gpus, w.pipeline_parallel or 1, w.context_parallel or 1
+    if cap is None or planned <= cap:
+        return None, None
+    best: tuple[float, int] | None = None
+    for d in node_degrees(place.gpus_per_node, mem.tp_degrees):
+        group = math.lcm(d * context * pipeline, mem.expert_grid(d, pipeline))
+        if d < min_tp or cap < group:
+            continue
+        # from the pool's whole groups down, the first count that holds (an undeclared expert group spreads by the
+        # count's ranks: 72 GPUs of a 128-expert run keep every expert, 64 hold it); a few steps, not every count
+        for n in range(cap // group * group, max(min_gpus, group) - 1, -group)[:64]:
+            run = run_at(n, d)
+            if holds(run):
+                if best is None or days(run) < best[0]:
+                    best = (days(run), n)
+                break
+    return (best[0], best[1]) if best else (None, None)
 
 
 def _empty(  # noqa: PLR0917 - what a sizing knew before it stopped

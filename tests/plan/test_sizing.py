@@ -3945,3 +3945,26 @@ def test_a_run_wider_than_its_pool_is_sized_on_the_pools_gpus() -> None:
     assert "raise globalBatchTokens" not in told and f"at least {math.ceil(plan.pool_days * 100) / 100:.2f} days" in told, told
     # within the pool there is nothing to size again
     assert plan_training(seventy.model_copy(update={"deadline": None}), big, SIZING, []).pool_days is None
+
+
+def test_a_run_is_sized_on_the_most_of_its_pool_any_layout_holds_it_on() -> None:
+    """Review sizreview63 N1, N2: the pool's count was taken in groups of the planned layout, so a 70B planned at TP 8 x
+    PP 5 (40 GPUs a group) on a 24-GPU pool was never sized there and no finding said the pool misses its deadline; a
+    235B-A22B MoE with its expert group undeclared was sized on 72 GPUs of a 72-GPU pool, which no layout holds (every
+    expert on each of 9 ranks), and PL306 advised pinning 72. The pool's count is now the most of its GPUs a layout
+    holds the run on: 20 (TP 4 x PP 5) and 64 (TP 8, 8 ranks of 16 experts), each what pinning that count plans."""
+    seventy = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="100B", sequenceLength=8192,
+                       globalBatchTokens="4M", pipelineParallel=5, zeroStage=1, deadline="2d")  # fmt: skip
+    three = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=24)
+    plan = plan_training(seventy, three, SIZING, [])
+    pinned = plan_training(seventy.model_copy(update={"gpus": 20, "deadline": None}), three, SIZING, [])
+    assert plan.tensor_parallel == 8 and (plan.pool_gpus, plan.pool_days) == (20, pytest.approx(pinned.wall_clock_days, rel=1e-9))
+    moe = {"parameters": "235B", "architecture": "moe", "activeParameters": "22B", "layers": 94, "hiddenSize": 4096, "heads": 64,
+           "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    w = workload(model=moe, tokens="500B", sequenceLength=4096, globalBatchTokens="8M", zeroStage=1, deadline="80d")
+    nine = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=72)
+    plan = plan_training(w, nine, SIZING, [])
+    sixty_four = plan_training(w.model_copy(update={"gpus": 64, "deadline": None}), nine, SIZING, [])
+    assert plan.pool_gpus == 64 and plan.pool_days == pytest.approx(sixty_four.wall_clock_days, rel=1e-9)
+    assert [i.check for i in plan_training(w.model_copy(update={"gpus": 72, "deadline": None}), nine, SIZING, []).issues
+            if i.check == "PL303"] == ["PL303"]  # fmt: skip
