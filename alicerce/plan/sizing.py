@@ -2069,7 +2069,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # where the run is planned wider than its pool, its days there sized at the pool's whole groups (its layout may
     # differ there: a larger share of the batch a GPU, another degree), which PL304, PL338 and the lead-time KPI read
     # (review sizreview62 E1: the planned GPU-hours spread over the pool's 4,096 GPUs said 5.06 days where they take 4.27)
-    pool_days, pool_gpus = _on_pool(w, place, mem, gpus, min_gpus, min_tp, holds, days=lambda r: seconds(r) / r.gpus / availability / DAY,
+    pool_days, pool_gpus = _on_pool(w, place, mem, gpus, min_gpus, min_tp, lambda r: holds(r) and r.gpus // (r.tp * context * pipeline)
+                                    <= stack_sequences, days=lambda r: seconds(r) / r.gpus / availability / DAY,
                                     run_at=lambda n, d: _training_run(w, place, sizing, mem, n, d, flops_per, active))  # fmt: skip
     group = math.lcm(run.tp * context * pipeline, mem.expert_grid(run.tp, pipeline))
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
@@ -2343,17 +2344,17 @@ def _on_pool(  # noqa: PLR0917 - the sizing's parts, called once
     planned: int,
     min_gpus: int,
     min_tp: int,
-    holds: Callable[[_Run], bool],
+    runs: Callable[[_Run], bool],
     *,
     days: Callable[[_Run], float],
     run_at: Callable[[int, int], _Run],
 ) -> tuple[float | None, int | None]:
-    """(days, GPUs) of a run planned wider than its pool at max size, sized on the most of the pool's GPUs a layout holds
-    it on: at each degree from the narrowest that holds the job, the largest count of whole groups (and expert grids)
-    within the pool whose run holds, the fastest of them; (None, None) where the run fits the pool or no layout holds it
-    there. Review sizreview62 E1: the planned GPU-hours spread over the pool said 5.06 days where they take 4.27;
-    sizreview63 N1, N2: the planned degree's group (TP 8 x PP 5 = 40 on a 24-GPU pool) or the declared expert grid (72
-    GPUs, where an undeclared group holds only 64) left it unsized."""
+    """(days, GPUs) of a run planned wider than its pool at max size, sized on the pool's GPUs: at each degree from the
+    narrowest that holds the job, the counts of whole groups (and expert grids) within the pool whose run ``runs`` (it
+    holds, and every rank has a sequence of the batch), the fastest of them (the largest where they tie); (None, None)
+    where the run fits the pool or no layout runs it there. Review sizreview62 E1: the planned GPU-hours spread over
+    the pool said 5.06 days where they take 4.27; sizreview63 N1, N2: the planned degree's group (TP 8 x PP 5 = 40 on a
+    24-GPU pool) or the declared expert grid (72 GPUs, where an undeclared group holds only 64) left it unsized."""
     cap, pipeline, context = place.capacity_gpus, w.pipeline_parallel or 1, w.context_parallel or 1
     if cap is None or planned <= cap:
         return None, None
@@ -2362,14 +2363,13 @@ def _on_pool(  # noqa: PLR0917 - the sizing's parts, called once
         group = math.lcm(d * context * pipeline, mem.expert_grid(d, pipeline))
         if d < min_tp or cap < group:
             continue
-        # from the pool's whole groups down, the first count that holds (an undeclared expert group spreads by the
-        # count's ranks: 72 GPUs of a 128-expert run keep every expert, 64 hold it); a few steps, not every count
+        # the counts of whole groups within the pool that hold it (an undeclared expert group spreads by the count's
+        # ranks: 72 GPUs of a 128-expert run keep every expert, 64 hold it), the fastest (more GPUs can run slower off
+        # an RDMA fabric: review sizreview63 N7); the pool's top 64 steps, not every count
         for n in range(cap // group * group, max(min_gpus, group) - 1, -group)[:64]:
             run = run_at(n, d)
-            if holds(run):
-                if best is None or days(run) < best[0]:
-                    best = (days(run), n)
-                break
+            if runs(run) and (best is None or days(run) < best[0] - 1e-12):
+                best = (days(run), n)
     return (best[0], best[1]) if best else (None, None)
 
 

@@ -384,3 +384,9 @@ def test_al372_names_the_degrees_of_the_declared_pools_node() -> None:
     text = yaml.safe_dump(data, sort_keys=False)
     [told] = [e.render() for e in check(load_text(text, "p.yaml"), on=TODAY).errors if e.rule == "AL372"]
     assert told.endswith("(use a degree that divides both 64 and a node's 4 GPUs: 1, 2, 4)"), told
+    # pinned by its accelerator, the pools of that GPU (review sizreview63 N3)
+    del chat["pool"]
+    chat["accelerator"] = "L40S-48GB"
+    text = yaml.safe_dump(data, sort_keys=False)
+    [told] = [e.render() for e in check(load_text(text, "p.yaml"), on=TODAY).errors if e.rule == "AL372"]
+    assert told.endswith("(use a degree that divides both 64 and a node's 4 GPUs: 1, 2, 4)"), told
