@@ -175,13 +175,26 @@ def pool_gpu_hours(plan: WorkloadPlan, gpus: float, capacity: int, hours_month: 
     return min(busy_gpu_hours(plan, gpus, hours_month), capacity * hours_month * plan.hours_per_day / 24)
 
 
-def cpu_node_hours(plan: WorkloadPlan, cores: int, hours_month: float, *, above: int = 0) -> float:
+def cpu_node_hours(plan: WorkloadPlan, cores: int, hours_month: float) -> float:
     """Node-hours a month a data-preparation job holds on a CPU pool of ``cores`` physical cores a node: the nodes its
     cores fill, its wall-clock days (at most the month's) at its hours a day (review sizreview35 D-B: counted 24 a day,
-    an 8-hour job paid three times). ``above``: nodes the pool keeps on anyway, whose hours are not the job's to add
-    (review sizreview62 E4: 6 always-on nodes that held a job's 91 cores were billed again for it)."""
-    days = min(plan.wall_clock_days or 0.0, hours_month / 24)
-    return max(0, math.ceil((plan.cpu_cores or 0) / cores) - above) * days * plan.hours_per_day
+    an 8-hour job paid three times)."""
+    return math.ceil((plan.cpu_cores or 0) / cores) * cpu_job_hours(plan, hours_month)
+
+
+def cpu_job_hours(plan: WorkloadPlan, hours_month: float) -> float:
+    """Hours a month a data-preparation job runs: its wall-clock days, at most the month's, at its hours a day."""
+    return min(plan.wall_clock_days or 0.0, hours_month / 24) * plan.hours_per_day
+
+
+def cpu_pool_node_hours(plans: list[WorkloadPlan], cores: int, floor: int, hours_month: float) -> float:
+    """Node-hours a month a CPU pool bills: its ``floor`` of always-on nodes, and the jobs' node-hours past what the floor
+    holds over the hours they run, at most the month's (review sizreview62 E4: 6 always-on nodes that held a job's 91
+    cores were billed again for it; sizreview63 N5: taking the floor off each job alone billed overlapping jobs
+    none)."""
+    held = sum(cpu_node_hours(w, cores, hours_month) for w in plans)
+    running = min(hours_month, sum(cpu_job_hours(w, hours_month) for w in plans if w.cpu_cores))
+    return floor * hours_month + max(0.0, held - floor * running)
 
 
 # the longest calendar month: the budget rules sum spend per calendar month (team:gpu_cost_usd:sum_month)

@@ -968,3 +968,36 @@ def test_a_cpu_pools_always_on_nodes_hold_a_job_without_billing_it_again() -> No
     pool = next(p for p in plan.pools if p.name == "data-prep")
     assert pool.price is not None and pool.price.usd_per_hour is not None and pool.monthly_cost_usd is not None
     assert pool.monthly_cost_usd == pytest.approx(3 * HOURS_PER_MONTH * pool.price.usd_per_hour, rel=1e-9)
+
+
+def test_a_cpu_pools_floor_is_shared_by_the_jobs_it_holds() -> None:
+    """Review sizreview63 N5: taking the always-on floor off each data-prep job alone billed two 20-day jobs of 10 cores
+    on one always-on 16-core node as that node only, where 40 job-days in a 30.4-day month overlap at least 9.6 days and
+    need a second node then: 730 + (2 x 480 - 730) = 960 node-hours; one job alone, the floor's 730."""
+    from dataclasses import replace
+
+    from alicerce.plan.growth import cpu_pool_node_hours
+
+    prep = next(w for w in plan_of(reference()).workloads if w.name == "tokenize-corpus")
+    job = replace(prep, cpu_cores=10, wall_clock_days=20.0, hours_per_day=24.0)
+    assert cpu_pool_node_hours([job, job], 16, 1, 730.0) == pytest.approx(960.0)
+    assert cpu_pool_node_hours([job], 16, 1, 730.0) == pytest.approx(730.0)
+    assert cpu_pool_node_hours([replace(job, cpu_cores=40)], 16, 1, 730.0) == pytest.approx(730 + 3 * 480 - 480)
+
+
+def test_the_run_cost_target_is_what_the_run_spends_on_its_pool() -> None:
+    """Review sizreview63 N4: a run planned wider than its pool had its 30-day cost target set at the planned count's
+    cost over the pool's days, 15-23% under what it spends there going as planned. Where the plan sized it on the
+    pool (pool_days on pool_gpus), its cost there is those GPU-hours at the same rate: 64 GPUs x 50 days against 256 x
+    10 of the plan, 1.25x."""
+    from dataclasses import replace
+
+    from alicerce.plan.platform import showback_on_pool, wall_clock_on_pool
+
+    platform = validated(REFERENCE, "prod")
+    pool = next(p for p in platform.pools if p.name == "train-p5")  # 16 nodes of 8: 128 GPUs
+    run = next(w for w in plan_of(reference()).workloads if w.name == "code-assistant-ft")
+    wide = replace(run, pool="train-p5", gpus=256, wall_clock_days=10.0, showback_usd=1000.0, pool_days=50.0, pool_gpus=64)
+    assert wall_clock_on_pool(wide, pool) == 50.0
+    assert showback_on_pool(wide, pool) == pytest.approx(1000.0 * 64 * 50 / (256 * 10))
+    assert showback_on_pool(replace(wide, pool_days=None, pool_gpus=None), pool) == 1000.0  # the same GPU-hours spread
