@@ -1054,7 +1054,15 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
             # the pool cannot give (review sizreview37 D-3: PL304 said 11.54 days were past a 60-day deadline)
             on_pool = f"on them it finishes in {days_text(days)} days, within its {deadline_text(w.deadline_days)} deadline"
             wider = f"{w.name} is planned on {w.gpus} GPUs, more than {its} at max {_nodes(spec.scaling.max)}"
-            findings.append(PlanFinding("PL306", pool.name, f"{wider}: {on_pool}; pin {capacity} or fewer GPUs, or grow the pool"))
+            fix = f"pin {capacity} or fewer GPUs, or grow the pool"
+            quarter = 3 * HOURS_PER_MONTH / 24
+            if w.runs_per_quarter and w.runs_per_quarter * days > quarter * 1.000001:
+                # its schedule's runs at the pool's pace overlap: pinning the pool's count meets PL320 (review sizreview63 N8)
+                nodes = math.ceil(w.gpus / pool.gpus_per_node)
+                on_pool += (f", but its {w.runs_per_quarter:g} runs a quarter take {w.runs_per_quarter * days:.0f} of a "
+                            f"{quarter:.0f}-day quarter there")  # fmt: skip
+                fix = f"grow the pool to {_nodes(nodes)}, or run fewer a quarter"
+            findings.append(PlanFinding("PL306", pool.name, f"{wider}: {on_pool}; {fix}"))
             return
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
         # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)

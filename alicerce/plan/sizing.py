@@ -2103,10 +2103,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"sequence); {fix}"))  # fmt: skip
         else:
             extra = seconds(bought) / seconds(run) - 1
+            pinning = (f"pinning {bought.gpus} GPUs meets it in {seconds(bought) / bought.gpus / availability / DAY:.2f} days "
+                       f"for {extra:.0%} more GPU-hours, or extend the deadline")  # fmt: skip
+            if place.capacity_gpus is not None and bought.gpus > place.capacity_gpus:
+                # a count past the pool is no advice (review sizreview63 N6: 968 GPUs named on a pool of 16); the deadline
+                # its planned count meets, within the pool, is
+                due = math.ceil((pool_days or wall_days) * 100 - 1e-9) / 100
+                pinning = (f"extend the deadline to at least {due:.2f} days (pinning {bought.gpus} GPUs would meet it, past "
+                           f"the {place.capacity_gpus:,} GPUs pool {place.pool} gives)")  # fmt: skip
             issues.append(Issue("PL337", f"{late}: beyond them each added GPU shortens the run by less than {MIN_SCALING:.0%} "
-                                f"of its share; pinning {bought.gpus} GPUs meets it in "
-                                f"{seconds(bought) / bought.gpus / availability / DAY:.2f} days for {extra:.0%} more GPU-hours, or "
-                                "extend the deadline"))  # fmt: skip
+                                f"of its share; {pinning}"))  # fmt: skip
     if w.gpus is not None and deadline is not None and wall_days * DAY > deadline * 1.000001:
         # a pinned count too slow for the run's own deadline had no finding (review sizreview21 F4: 10 days against 1,
         # and `--fail-on warning` passed): the count this layout's pace needs, in whole grids, is a floor (MFU falls as

@@ -1001,3 +1001,26 @@ def test_the_run_cost_target_is_what_the_run_spends_on_its_pool() -> None:
     assert wall_clock_on_pool(wide, pool) == 50.0
     assert showback_on_pool(wide, pool) == pytest.approx(1000.0 * 64 * 50 / (256 * 10))
     assert showback_on_pool(replace(wide, pool_days=None, pool_gpus=None), pool) == 1000.0  # the same GPU-hours spread
+
+
+def test_pl306_says_where_the_pools_pace_cannot_run_the_schedule() -> None:
+    """Review sizreview63 N8: a run of 2 a quarter, wider than its pool, was told it meets its deadline on the pool and
+    to pin the pool's count; taken, its runs at the pool's pace overlapped (PL320). PL306 now says the schedule does
+    not fit there: 2 x 50 days of a 91-day quarter, and the nodes the planned count needs."""
+    from dataclasses import replace
+
+    from alicerce.plan.platform import _deadline_finding
+
+    platform = validated(REFERENCE, "prod")
+    pool = next(p for p in platform.pools if p.name == "train-p5")  # 16 nodes of 8
+    run = next(w for w in plan_of(reference()).workloads if w.name == "code-assistant-ft")
+    wide = replace(run, pool="train-p5", gpus=256, wall_clock_days=20.0, deadline_days=60.0, pool_days=50.0, pool_gpus=128,
+                   runs_per_quarter=2.0, gpu_hours=1.0)  # fmt: skip
+    findings: list[Any] = []
+    _deadline_finding(pool, wide, findings)
+    [told] = [f.message for f in findings if f.check == "PL306"]
+    assert told.endswith("on them it finishes in 50 days, within its 60-day deadline, but its 2 runs a quarter take 100 of a "
+                         "91-day quarter there; grow the pool to 32 nodes, or run fewer a quarter"), told  # fmt: skip
+    findings = []
+    _deadline_finding(pool, replace(wide, runs_per_quarter=1.0), findings)
+    assert next(f.message for f in findings if f.check == "PL306").endswith("pin 128 or fewer GPUs, or grow the pool")

@@ -3968,3 +3968,17 @@ def test_a_run_is_sized_on_the_most_of_its_pool_any_layout_holds_it_on() -> None
     assert plan.pool_gpus == 64 and plan.pool_days == pytest.approx(sixty_four.wall_clock_days, rel=1e-9)
     assert [i.check for i in plan_training(w.model_copy(update={"gpus": 72, "deadline": None}), nine, SIZING, []).issues
             if i.check == "PL303"] == ["PL303"]  # fmt: skip
+
+
+def test_pl337_names_no_count_past_the_pool() -> None:
+    """Review sizreview63 N6: an 8B LoRA due in an hour on a 16-GPU pool off an RDMA fabric (25 Gbit/s) was told "pinning
+    968 GPUs meets it"; taken, PL304 and PL309. Past the pool, PL337 names the deadline its planned count meets, and
+    that deadline, taken, plans without it."""
+    w = workload(kind="fine-tuning", method="lora", model={"parameters": "8B", "layers": 32, "hiddenSize": 4096}, tokens="1B",
+                 deadline="1h")  # fmt: skip
+    pool = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 25.0, capacity_gpus=16)
+    [told] = [i.message for i in plan_training(w, pool, SIZING, []).issues if i.check == "PL337"]
+    assert "past the 16 GPUs pool train gives" in told and "extend the deadline to at least " in told, told
+    days = float(told.split("extend the deadline to at least ")[1].split(" days")[0])
+    taken = plan_training(w.model_copy(update={"deadline": days * 86400}), pool, SIZING, [])
+    assert taken.gpus is not None and taken.gpus <= 16 and not [i for i in taken.issues if i.check in ("PL337", "PL338")]
