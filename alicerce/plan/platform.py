@@ -1026,7 +1026,7 @@ def runnable_capacity(w: WorkloadPlan, pool: ResolvedPool | None) -> int:
     grid), as Megatron-Core and torchtitan refuse a world they do not divide (review sizreview60 D3: 40 GPUs for a run
     of 32-GPU groups)."""
     capacity = pool.spec.scaling.max * pool.gpus_per_node if pool is not None else 0
-    if w.pool_gpus is not None and w.pool_gpus <= capacity:  # as the plan sized it there: the most a layout holds it on
+    if w.pool_gpus is not None and w.pool_gpus <= capacity:  # the count the plan sized it on there (pool_days)
         return w.pool_gpus
     return capacity // w.group_gpus * w.group_gpus
 
@@ -1068,8 +1068,8 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)
         missed = (w.wall_clock_days or 0.0) > w.deadline_days * 1.000001
         need = f"its planned {_nodes(nodes)} take {days_text(w.wall_clock_days or 0.0)} days" if missed else f"{_nodes(nodes)} are needed"
-        # the planned GPU-hours spread over the pool's GPUs: no fewer than they take there (a larger share of the batch a
-        # GPU runs no slower), which PL338 sizes where it names the deadline the pool can meet (review sizreview61 G3)
+        # its days as the plan sized it on the pool's GPUs (pool_days, as PL338 reads them: review sizreview62 E1), else
+        # the planned GPU-hours spread over them, which says so
         message = (
             f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days ("
             + (f"sized on its {capacity:,} GPUs" if w.pool_days is not None else f"its planned GPU-hours on {capacity:,} GPUs")

@@ -128,10 +128,11 @@ class WorkloadPlan:
     # training: the GPUs its count steps in (TP x CP x PP and the expert grid), the most of a pool it can run on being a
     # multiple of them (review sizreview60 D3: "pin 40 or fewer" for a run of 32-GPU groups)
     group_gpus: int = 1
-    # training planned wider than its pool at max size: its wall-clock days sized on the pool's whole groups (PL304,
-    # PL306 and the lead-time KPI read them: platform.wall_clock_on_pool); None where it fits the pool or none is known
+    # training planned wider than its pool at max size: its wall-clock days sized on the pool's fastest count a layout
+    # runs it on (PL304, PL306, PL337, PL338 and the KPIs read them: platform.wall_clock_on_pool); None where it fits
+    # the pool or no layout runs it there
     pool_days: float | None = None
-    pool_gpus: int | None = None  # the count pool_days is sized on: the most of the pool's GPUs a layout holds it on
+    pool_gpus: int | None = None  # the count pool_days is sized on
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
