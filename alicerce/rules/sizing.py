@@ -879,29 +879,36 @@ SHAPE_RATIO_LIMIT = 3.5
 @rules.rule(
     "AL395",
     "model-shape-parameters",
-    "Warns where a dense model's layers and hiddenSize hold far more or fewer parameters than it declares.",
+    "Warns where a model's layers and hiddenSize hold far more or fewer parameters than it declares (a MoE's active ones).",
     warning=True,
 )
 def model_shape_parameters(ctx: RuleContext) -> Iterable[Finding]:
     """A dense transformer's blocks hold about 12 x layers x hiddenSize^2 parameters (attention 4 h^2, an MLP of 4 h or a
     gated one of 8/3 h: 8 h^2), beside vocabulary x hiddenSize an embedding matrix. The plan reads layers and hiddenSize
     for activations and attention FLOPs and parameters for everything else, so a typo in one (hiddenSize 819 on a 70B)
-    planned a quarter fewer GPU-hours with no word (review sizreview62 H2). A warning: unusual shapes exist."""
+    planned a quarter fewer GPU-hours with no word (review sizreview62 H2). A mixture of experts computes with its active
+    parameters, a dense model's worth a token (DeepSeek-V3 12 x 61 x 7,168^2 = 37.6B for 37B active, Mixtral 8x7B 6.4B
+    for 12.9B), so those are what its shape is held against (review sizreview63 G1: hiddenSize 409 on a 235B-A22B moved
+    the plan 2.2x). A warning: unusual shapes exist."""
     for i, w in enumerate(ctx.spec.workloads):
         model = w.model
-        if model is None or model.architecture != "dense" or not model.layers or not model.hidden_size:
+        if model is None or not model.layers or not model.hidden_size:
             continue
+        declared = float(model.parameters) if model.architecture == "dense" else model.active_parameters
+        if declared is None:
+            continue  # a MoE without its active parameters: AL280 asks for them where the plan needs them
         blocks = 12 * model.layers * model.hidden_size**2
         embeddings = (model.vocabulary or 0) * model.hidden_size * (1 if model.tied_embeddings else 2)
-        ratio = float(model.parameters) / (blocks + embeddings)
+        ratio = float(declared) / (blocks + embeddings)
         if 1 / SHAPE_RATIO_LIMIT <= ratio <= SHAPE_RATIO_LIMIT:
             continue
         shape = f"{model.layers} layers of hiddenSize {model.hidden_size:,}"
         yield Finding(S.workloads[i].model.hidden_size, f"{shape} hold about {_billions(blocks + embeddings)} parameters "
                       f"(12 x layers x hiddenSize^2{' + embeddings' if embeddings else ''}), {ratio:,.1f}x fewer than the "
-                      f"declared {_billions(float(model.parameters))}" if ratio > 1 else f"{shape} hold about "
-                      f"{_billions(blocks + embeddings)} parameters (12 x layers x hiddenSize^2), {1 / ratio:,.1f}x more than "
-                      f"the declared {_billions(float(model.parameters))}",
+                      f"declared {_billions(float(declared))}{' active' if model.architecture == 'moe' else ''}" if ratio > 1 else
+                      f"{shape} hold about {_billions(blocks + embeddings)} parameters (12 x layers x hiddenSize^2), "
+                      f"{1 / ratio:,.1f}x more than the declared {_billions(float(declared))}"
+                      f"{' active' if model.architecture == 'moe' else ''}",
                       "check parameters, layers and hiddenSize against the model card: Llama 3 70B is 70B, 80 layers of 8,192",
                       model.hidden_size, resource=w.name)  # fmt: skip
 
