@@ -1749,6 +1749,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # it stops here, as a job no layout holds does: days, GPU-hours and MFU of a run that never starts, and a
         # precision factor that says it "runs as bf16" beside the refusal, were false (review sizreview25 N1)
         return _empty(w, place, figures, notes, {}, issues)
+    if place.shared is not None:
+        # a training run is sized and scheduled on whole GPUs (nvidia.com/gpu); a pool whose GPUs are cut into MIG
+        # instances or time slices exposes those instead, so its pods would not schedule there (review sizreview63 G2:
+        # an 8B LoRA pinned to a 3g.40gb pool was planned on whole 80 GB H100s, silently)
+        parts = "MIG instances" if isinstance(place.shared, MigSharing) else "time slices"
+        issues.append(Issue("PL303", f"pool {place.pool or 'its'} shares its {gpu.id} GPUs as {parts}: a training run is sized "
+                            "on whole GPUs, which the pool does not expose; pin a pool of whole GPUs", "pool"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
     declared_tp = w.tensor_parallel
     if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
         # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)

@@ -3982,3 +3982,17 @@ def test_pl337_names_no_count_past_the_pool() -> None:
     days = float(told.split("extend the deadline to at least ")[1].split(" days")[0])
     taken = plan_training(w.model_copy(update={"deadline": days * 86400}), pool, SIZING, [])
     assert taken.gpus is not None and taken.gpus <= 16 and not [i for i in taken.issues if i.check in ("PL337", "PL338")]
+
+
+def test_a_training_run_on_a_pool_of_shared_gpus_cannot_run() -> None:
+    """Review sizreview63 G2: an 8B LoRA pinned to a pool whose H100s are cut into 3g.40gb MIG instances was planned on
+    whole 80 GB GPUs with no finding; the pool exposes the instances, not nvidia.com/gpu, so its pods never schedule.
+    PL303 says so, located at the pool, and sizes nothing."""
+    from alicerce.spec.models.pools import MigSharing
+
+    w = workload(kind="fine-tuning", method="lora", model={"parameters": "8B", "layers": 32, "hiddenSize": 4096}, tokens="1B")
+    mig = MigSharing.model_validate({"mode": "mig", "profiles": {"3g.40gb": 2}})
+    plan = plan_training(w, replace(on("H100-SXM5-80GB", pool="serve"), shared=mig), SIZING, [])
+    [told] = [i for i in plan.issues if i.check == "PL303"]
+    assert told.field == "pool" and "shares its H100-SXM5-80GB GPUs as MIG instances" in told.message and plan.gpus is None
+    assert plan_training(w, on("H100-SXM5-80GB", pool="serve"), SIZING, []).gpus  # whole GPUs: planned
