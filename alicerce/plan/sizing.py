@@ -218,7 +218,7 @@ def _plain_bubble_fixes(
     at a pinned count (``w.gpus``) only a stage count whose TP x CP x PP ``group`` divides it (AL375; review sizreview57
     D1), and only one that ``fits`` the run at these GPUs (review sizreview59 D4: 5 stages of a 70B at TP 1 kept 78.2 GiB)."""
     limit = PLAIN_BUBBLE_WARN  # the docstring's w
-    needed = math.ceil((1 - limit) / limit * (pipeline - 1))
+    needed = _within_a_fifth(pipeline, 1)
     batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
     k = microbatches / pipeline
     # a hair under the exact bound: at k = 3.2, 0.8 / 0.16 is 5 stages idling exactly a fifth, 4.999... in floats
@@ -233,14 +233,18 @@ def _plain_bubble_fixes(
     return f"{batch}, or {fewer}" if fewer else batch
 
 
+def _within_a_fifth(pipeline: int, other: float) -> int:
+    """The fewest of one factor of v x m (chunks a stage, or microbatches a pipeline) that, with ``other`` the other,
+    bring a bubble of (p - 1) / (v m + p - 1) within :data:`PLAIN_BUBBLE_WARN`: (1 - w) / w x (p - 1) / other."""
+    return math.ceil((1 - PLAIN_BUBBLE_WARN) / PLAIN_BUBBLE_WARN * (pipeline - 1) / other - 1e-9)
+
+
 def _interleaved_bubble_fixes(w: Workload, pipeline: int, virtual: int, microbatches: float, tokens_a_microbatch_round: float) -> str:
     """What brings an interleaved bubble, (p - 1) / (v m + p - 1), under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: v
     chunks a stage of at least (1 - w) / w x (p - 1) / m, where the layers, the embedding and the loss give the p x v
     chunks a layer each (AL375), or a batch of at least (1 - w) / w x (p - 1) / v microbatches a pipeline."""
     assert w.model is not None
-    limit = PLAIN_BUBBLE_WARN
-    chunks = math.ceil((1 - limit) / limit * (pipeline - 1) / microbatches - 1e-9)
-    needed = math.ceil((1 - limit) / limit * (pipeline - 1) / virtual - 1e-9)
+    chunks, needed = _within_a_fifth(pipeline, microbatches), _within_a_fifth(pipeline, virtual)
     batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
     if chunks > virtual and (not w.model.layers or pipeline * chunks <= w.model.layers + 2):
         return f"pipelineVirtualStages {chunks}, or {batch}"
@@ -2180,7 +2184,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # as many as stages, 8 stages of 2 chunks idled 7 / 23 = 30%: PL330 again); fewer stages keep each pipeline's
             # microbatches under its stages (the ranks grow with them), so only no pipeline does
             virtual = w.pipeline_virtual_stages or 1
-            needed = max(pipeline, math.ceil((1 - PLAIN_BUBBLE_WARN) / PLAIN_BUBBLE_WARN * (pipeline - 1) / virtual - 1e-9))
+            needed = max(pipeline, _within_a_fifth(pipeline, virtual))
             fixes = (f"a globalBatchTokens of at least {needed * microbatch_round:,.0f} ("
                      + ("as many microbatches as stages)" if needed == pipeline else
                         f"{needed} microbatches a pipeline: as many as its stages, and its bubble within a fifth)"))  # fmt: skip
@@ -2205,7 +2209,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if interleaves:
             # the chunks that bring the bubble within a fifth, where the layers give them one each (else the most they
             # do, which PL330 follows with a batch: the interleaved bubble's own warning)
-            chunks = math.ceil((1 - PLAIN_BUBBLE_WARN) / PLAIN_BUBBLE_WARN * (pipeline - 1) / sequences_per_rank - 1e-9)
+            chunks = _within_a_fifth(pipeline, sequences_per_rank)
             chunks = max(2, min(chunks, (w.model.layers + 2) // pipeline if w.model.layers else chunks))
             fixes = (f"declare pipelineVirtualStages {chunks} where the stack interleaves its stages (Megatron-Core's "
                      f"virtual pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip
